@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-12-03T08:22:08+00:00",
+ "date_utc": "2026-12-03T16:42:21+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/r/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -56,569 +56,569 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 9.724957500054643e-06,
+  "reference_seconds_per_op": 1.1539647500171667e-05,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 5432,
-  "canary_p10_seconds": 7.184159999837903e-06,
-  "canary_p90_seconds": 1.069287500001792e-05,
+  "canaries": 6458,
+  "canary_p10_seconds": 8.98343000017121e-06,
+  "canary_p90_seconds": 1.2826810000206023e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds",
-  "backward_reference_seconds_per_node": 1.831140999968284e-05,
+  "backward_reference_seconds_per_node": 2.2617794999746366e-05,
   "backward_canary": "after each canary, the backward() of a chain of 100 multiplications of a 1-element tensor, from a synchronize to its return, per node: the speed of autograd's device thread (roofsim reads the layer_backward_* figures on it)",
-  "backward_canary_p10_seconds": 1.4940589999241638e-05,
-  "backward_canary_p90_seconds": 2.2215839999262242e-05
+  "backward_canary_p10_seconds": 1.9348990000480627e-05,
+  "backward_canary_p90_seconds": 2.6787620000732205e-05
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 1.0063783500015689e-05,
-   "min": 9.322518499971011e-06,
-   "max": 1.0518107499990492e-05,
+   "seconds": 1.1412681500019061e-05,
+   "min": 9.837252000011176e-06,
+   "max": 1.1848853499998313e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.0017735500014169e-05,
-   "host_canary_seconds": 9.975884999846585e-06,
-   "host_backward_canary_seconds": 2.1145039999623803e-05,
+   "issue_only_seconds": 1.1365568500025347e-05,
+   "host_canary_seconds": 1.142401999999265e-05,
+   "host_backward_canary_seconds": 2.3828395000577985e-05,
    "pass_seconds": [
-    1.0063783500015689e-05,
-    1.0185840500014365e-05,
-    9.702313499985848e-06
+    1.1412681500019061e-05,
+    1.0843666500022664e-05,
+    1.1454520999961915e-05
    ],
    "pass_host_canary_seconds": [
-    9.975884999846585e-06,
-    1.0579292500096926e-05,
-    1.0044767500119178e-05
+    1.142401999999265e-05,
+    1.0818254999662713e-05,
+    1.1914782499786726e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1145039999623803e-05,
-    1.8175144999759142e-05,
-    2.2150089999968256e-05
+    2.3828395000577985e-05,
+    2.4694090000139114e-05,
+    2.51670849996799e-05
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.7785556000006862e-05,
-   "min": 1.7068925499984287e-05,
-   "max": 1.940839200000255e-05,
+   "seconds": 2.020229199996493e-05,
+   "min": 1.5584599499959493e-05,
+   "max": 2.594655849998162e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.7736998000003725e-05,
-   "host_canary_seconds": 9.989884999868081e-06,
-   "host_backward_canary_seconds": 2.202124999996613e-05,
+   "issue_only_seconds": 1.9808414000010544e-05,
+   "host_canary_seconds": 1.1161650000417467e-05,
+   "host_backward_canary_seconds": 2.592247000052339e-05,
    "pass_seconds": [
-    1.7785556000006862e-05,
-    1.7860980499960986e-05,
-    1.738751299996011e-05
+    1.986290749999853e-05,
+    2.020229199996493e-05,
+    2.0424165500003255e-05
    ],
    "pass_host_canary_seconds": [
-    9.989884999868081e-06,
-    1.077530500026569e-05,
-    9.916789999806496e-06
+    1.1161650000417467e-05,
+    1.146806999997807e-05,
+    1.1141300000190313e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.202124999996613e-05,
-    1.899944999991021e-05,
-    1.9297999999707825e-05
+    2.592247000052339e-05,
+    2.569691000076091e-05,
+    2.2049940000670176e-05
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.2771895500009122e-05,
-   "min": 1.1401953500012497e-05,
-   "max": 1.7050862500013865e-05,
+   "seconds": 1.7662330999996812e-05,
+   "min": 1.3539768500038463e-05,
+   "max": 2.1448727500001042e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2738616500001854e-05,
-   "host_canary_seconds": 7.570140000154879e-06,
-   "host_backward_canary_seconds": 2.178973000013684e-05,
+   "issue_only_seconds": 1.848920049997105e-05,
+   "host_canary_seconds": 1.1587915000177419e-05,
+   "host_backward_canary_seconds": 2.4209789999076747e-05,
    "pass_seconds": [
-    1.2771895500009122e-05,
-    1.6112346500051444e-05,
-    1.2740729000029205e-05
+    1.8547522500000467e-05,
+    1.7662330999996812e-05,
+    1.715382650002084e-05
    ],
    "pass_host_canary_seconds": [
-    7.570140000154879e-06,
-    1.0541589999775169e-05,
-    7.5068699999292224e-06
+    1.1587915000177419e-05,
+    1.0702475000243794e-05,
+    1.007262999962677e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.178973000013684e-05,
-    1.8158039999889297e-05,
-    1.780795000058788e-05
+    2.4209789999076747e-05,
+    2.4413010000898792e-05,
+    2.4859529999048393e-05
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.4720404499996676e-05,
-   "min": 1.1234880500012422e-05,
-   "max": 1.743979549999608e-05,
+   "seconds": 1.6963987499991616e-05,
+   "min": 1.2812065000048279e-05,
+   "max": 2.0932092999998987e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.4668088999997053e-05,
-   "host_canary_seconds": 8.023864999984198e-06,
-   "host_backward_canary_seconds": 2.410608999980468e-05,
+   "issue_only_seconds": 1.9821914000033304e-05,
+   "host_canary_seconds": 1.2012799999752132e-05,
+   "host_backward_canary_seconds": 2.4461909999899946e-05,
    "pass_seconds": [
-    1.4720404499996676e-05,
-    1.6658296000002794e-05,
-    1.2127197500035436e-05
+    1.98753365000357e-05,
+    1.6155675499987865e-05,
+    1.6963987499991616e-05
    ],
    "pass_host_canary_seconds": [
-    8.023864999984198e-06,
-    1.0496830000192859e-05,
-    7.503324999902361e-06
+    1.2012799999752132e-05,
+    1.0602800000469869e-05,
+    1.0986444999616652e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.410608999980468e-05,
-    2.3226949999752832e-05,
-    1.771387999951912e-05
+    2.4461909999899946e-05,
+    2.5413539999590286e-05,
+    2.472072000045955e-05
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 1.0006868499999656e-05,
-   "min": 7.033428500051286e-06,
-   "max": 1.0485350000010386e-05,
+   "seconds": 1.0256776999995054e-05,
+   "min": 7.766114000048674e-06,
+   "max": 1.2547095499996884e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.0036414000012429e-05,
-   "host_canary_seconds": 1.0261034999956565e-05,
-   "host_backward_canary_seconds": 2.25600550001559e-05,
+   "issue_only_seconds": 1.1797022499990817e-05,
+   "host_canary_seconds": 1.2171435000141172e-05,
+   "host_backward_canary_seconds": 2.5368069999558428e-05,
    "pass_seconds": [
-    1.0077877000014724e-05,
-    1.0006868499999656e-05,
-    8.122776499988049e-06
+    1.1842444000023989e-05,
+    8.943774499982737e-06,
+    1.0256776999995054e-05
    ],
    "pass_host_canary_seconds": [
-    1.0261034999956565e-05,
-    1.049448249972329e-05,
-    8.36829999997235e-06
+    1.2171435000141172e-05,
+    8.485427499920206e-06,
+    9.114215000067816e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.25600550001559e-05,
-    2.2983439999393342e-05,
-    2.0783464999567515e-05
+    2.5368069999558428e-05,
+    2.392993999990267e-05,
+    2.6058040000407345e-05
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 5.3561329999979536e-05,
-   "min": 3.480328199998439e-05,
-   "max": 5.725278650001542e-05,
+   "seconds": 5.880344999997078e-05,
+   "min": 4.028084300000501e-05,
+   "max": 6.823817750000671e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 5.468952449999165e-05,
-   "host_canary_seconds": 1.0462859999904595e-05,
-   "host_backward_canary_seconds": 1.8520860000421634e-05,
+   "issue_only_seconds": 6.256807349996051e-05,
+   "host_canary_seconds": 1.1854680000169538e-05,
+   "host_backward_canary_seconds": 2.535842000042976e-05,
    "pass_seconds": [
-    5.4748902000000046e-05,
-    5.3561329999979536e-05,
-    3.5744786000009296e-05
+    6.262938349999558e-05,
+    4.527376499999036e-05,
+    5.880344999997078e-05
    ],
    "pass_host_canary_seconds": [
-    1.0462859999904595e-05,
-    1.0731419999956415e-05,
-    7.19360499999766e-06
+    1.1854680000169538e-05,
+    8.25099499991211e-06,
+    1.1433849999775703e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8520860000421634e-05,
-    2.3020790000600754e-05,
-    2.0196500000793093e-05
+    2.535842000042976e-05,
+    2.069244000040271e-05,
+    2.528044000086993e-05
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 3.5537116000000426e-05,
-   "min": 2.451267550003422e-05,
-   "max": 4.0475865499985274e-05,
+   "seconds": 4.031700349997891e-05,
+   "min": 2.9216234000045916e-05,
+   "max": 4.813699649997716e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.683866049999551e-05,
-   "host_canary_seconds": 1.0359124999865798e-05,
-   "host_backward_canary_seconds": 2.259606000052372e-05,
+   "issue_only_seconds": 4.257512850000467e-05,
+   "host_canary_seconds": 1.1763070000370135e-05,
+   "host_backward_canary_seconds": 2.5809859999981198e-05,
    "pass_seconds": [
-    3.689440299999092e-05,
-    3.5537116000000426e-05,
-    2.523753050002142e-05
+    4.2634234499985265e-05,
+    3.364334350004583e-05,
+    4.031700349997891e-05
    ],
    "pass_host_canary_seconds": [
-    1.0359124999865798e-05,
-    9.824329999901238e-06,
-    7.152675000270392e-06
+    1.1763070000370135e-05,
+    9.010439999883601e-06,
+    1.1174275000485068e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.259606000052372e-05,
-    1.9591100000297955e-05,
-    1.9751390000237733e-05
+    2.5809859999981198e-05,
+    2.3351549999688358e-05,
+    2.4346870000044873e-05
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.5866242000015516e-05,
-   "min": 1.106433500001458e-05,
-   "max": 1.7420175000040672e-05,
+   "seconds": 1.7614430999969954e-05,
+   "min": 1.2989103999984764e-05,
+   "max": 2.2694957499993507e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2927091999983986e-05,
-   "host_canary_seconds": 7.63117500014232e-06,
-   "host_backward_canary_seconds": 2.3134560000244163e-05,
+   "issue_only_seconds": 1.901913000000377e-05,
+   "host_canary_seconds": 1.1483480000151758e-05,
+   "host_backward_canary_seconds": 2.707204999978785e-05,
    "pass_seconds": [
-    1.2967896499986865e-05,
-    1.6335650000030456e-05,
-    1.5866242000015516e-05
+    1.908884600004512e-05,
+    1.7614430999969954e-05,
+    1.7475029500019446e-05
    ],
    "pass_host_canary_seconds": [
-    7.63117500014232e-06,
-    1.0633064999865382e-05,
-    9.667229999763549e-06
+    1.1483480000151758e-05,
+    1.0849985000049855e-05,
+    1.1180515000432934e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.3134560000244163e-05,
-    1.9174679999878207e-05,
-    1.7985709999948084e-05
+    2.707204999978785e-05,
+    1.9425049999881593e-05,
+    2.760072000000946e-05
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 1.1397384500014596e-05,
-   "min": 8.514716999968641e-06,
-   "max": 1.2609358999952747e-05,
+   "seconds": 1.3810224999986075e-05,
+   "min": 8.851367999966441e-06,
+   "max": 1.835219800000232e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.168599000020095e-06,
-   "host_canary_seconds": 7.615565000094193e-06,
-   "host_backward_canary_seconds": 2.274049999982708e-05,
+   "issue_only_seconds": 1.4590671500002373e-05,
+   "host_canary_seconds": 1.1866390000250249e-05,
+   "host_backward_canary_seconds": 2.6435319999791317e-05,
    "pass_seconds": [
-    9.195440000013378e-06,
-    1.1981352500015418e-05,
-    1.1397384500014596e-05
+    1.4648149500033014e-05,
+    1.0295390999999655e-05,
+    1.3810224999986075e-05
    ],
    "pass_host_canary_seconds": [
-    7.615565000094193e-06,
-    1.0148120000508243e-05,
-    9.427570000184459e-06
+    1.1866390000250249e-05,
+    7.89630499980376e-06,
+    1.165926499993475e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.274049999982708e-05,
-    1.7909370000097625e-05,
-    2.0535689999405803e-05
+    2.6435319999791317e-05,
+    2.0224950000056196e-05,
+    2.8172769999628146e-05
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 2.0653106499992192e-05,
-   "min": 1.6706035000026988e-05,
-   "max": 2.6176791500006403e-05,
+   "seconds": 2.596414999999297e-05,
+   "min": 1.6848671500042655e-05,
+   "max": 3.1006762999993496e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.920545299998366e-05,
-   "host_canary_seconds": 8.438500000238491e-06,
-   "host_backward_canary_seconds": 2.369955999938611e-05,
+   "issue_only_seconds": 2.9287950499963245e-05,
+   "host_canary_seconds": 1.233848500021395e-05,
+   "host_backward_canary_seconds": 2.5064989999918906e-05,
    "pass_seconds": [
-    1.9263353499979985e-05,
-    2.1533883000017795e-05,
-    2.0653106499992192e-05
+    2.9346580999970228e-05,
+    1.832927800001016e-05,
+    2.596414999999297e-05
    ],
    "pass_host_canary_seconds": [
-    8.438500000238491e-06,
-    9.828844999901776e-06,
-    9.917164999819761e-06
+    1.233848500021395e-05,
+    8.427275000144619e-06,
+    1.176522499974908e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.369955999938611e-05,
-    1.8210279999948398e-05,
-    2.1503849999362502e-05
+    2.5064989999918906e-05,
+    2.119725999932598e-05,
+    2.8598459999784608e-05
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 2.017080849998365e-05,
-   "min": 1.746971699998312e-05,
-   "max": 2.137703450000572e-05,
+   "seconds": 2.2439825999981622e-05,
+   "min": 1.55562489999852e-05,
+   "max": 2.9670398500002194e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.0118731999957616e-05,
-   "host_canary_seconds": 1.0366079999926114e-05,
-   "host_backward_canary_seconds": 2.0137669999940044e-05,
+   "issue_only_seconds": 2.5655492499993215e-05,
+   "host_canary_seconds": 1.2187995000090269e-05,
+   "host_backward_canary_seconds": 2.43591900004958e-05,
    "pass_seconds": [
-    2.017080849998365e-05,
-    2.0334993500000566e-05,
-    1.856522949998407e-05
+    2.5713644000006754e-05,
+    1.7533978000017213e-05,
+    2.2439825999981622e-05
    ],
    "pass_host_canary_seconds": [
-    1.0366079999926114e-05,
-    1.0130745000083152e-05,
-    9.799609999845416e-06
+    1.2187995000090269e-05,
+    7.875145000184602e-06,
+    1.1146690000032322e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0137669999940044e-05,
-    1.7909730000837954e-05,
-    2.1603740000273318e-05
+    2.43591900004958e-05,
+    2.0129380000071252e-05,
+    2.7298869999867746e-05
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 2.0109440499993524e-05,
-   "min": 1.4015071000017088e-05,
-   "max": 2.1948612500011678e-05,
+   "seconds": 2.3076423000020442e-05,
+   "min": 1.5253641500009962e-05,
+   "max": 2.720313200001101e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5004012500014596e-05,
-   "host_canary_seconds": 7.470680000096763e-06,
-   "host_backward_canary_seconds": 1.8653159999075796e-05,
+   "issue_only_seconds": 2.3017929999980424e-05,
+   "host_canary_seconds": 1.119752000022345e-05,
+   "host_backward_canary_seconds": 2.6558880000493447e-05,
    "pass_seconds": [
-    1.505017200003067e-05,
-    2.0109440499993524e-05,
-    2.1171353499994438e-05
+    2.3076423000020442e-05,
+    2.265716100004056e-05,
+    2.4466967000023488e-05
    ],
    "pass_host_canary_seconds": [
-    7.470680000096763e-06,
-    9.399694999956409e-06,
-    1.0337429999935921e-05
+    1.119752000022345e-05,
+    8.703870000204006e-06,
+    1.1844640000049366e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8653159999075796e-05,
-    1.8398619999970833e-05,
-    2.282338000100026e-05
+    2.6558880000493447e-05,
+    2.6127749999886874e-05,
+    2.748707000023387e-05
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.1939417000007779e-05,
-   "min": 8.470248499975241e-06,
-   "max": 1.2932108500024241e-05,
+   "seconds": 1.340119849999155e-05,
+   "min": 9.722771499980354e-06,
+   "max": 1.5924388500025087e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.863949999977195e-06,
-   "host_canary_seconds": 7.262852499820838e-06,
-   "host_backward_canary_seconds": 2.2285619999706795e-05,
+   "issue_only_seconds": 1.3345564000019295e-05,
+   "host_canary_seconds": 1.1319815000092603e-05,
+   "host_backward_canary_seconds": 2.670056999932058e-05,
    "pass_seconds": [
-    8.889709000015955e-06,
-    1.2247634000004837e-05,
-    1.1939417000007779e-05
+    1.340119849999155e-05,
+    1.2901417499961099e-05,
+    1.4187388499976806e-05
    ],
    "pass_host_canary_seconds": [
-    7.262852499820838e-06,
-    1.0334649999776957e-05,
-    1.0037065000005895e-05
+    1.1319815000092603e-05,
+    1.0912565000182893e-05,
+    1.186630500001229e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2285619999706795e-05,
-    2.2104500000068584e-05,
-    2.149495000026036e-05
+    2.670056999932058e-05,
+    2.66453299997238e-05,
+    2.8590389999862963e-05
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.4984799499975453e-05,
-   "min": 1.827608150000515e-05,
-   "max": 2.726415900002621e-05,
+   "seconds": 2.8648656000029858e-05,
+   "min": 1.9336971499967603e-05,
+   "max": 3.3469015999969545e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.173892349998141e-05,
-   "host_canary_seconds": 8.12243000041235e-06,
-   "host_backward_canary_seconds": 2.23536199996488e-05,
+   "issue_only_seconds": 2.8589616500028115e-05,
+   "host_canary_seconds": 1.1844464999626325e-05,
+   "host_backward_canary_seconds": 2.544007999972564e-05,
    "pass_seconds": [
-    2.179817749998847e-05,
-    2.58540185000129e-05,
-    2.4984799499975453e-05
+    2.8648656000029858e-05,
+    2.1142323999981726e-05,
+    3.0830078999997565e-05
    ],
    "pass_host_canary_seconds": [
-    8.12243000041235e-06,
-    1.0570455000333823e-05,
-    1.0041775000217968e-05
+    1.1844464999626325e-05,
+    8.523614999944584e-06,
+    1.2449904999698447e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.23536199996488e-05,
-    1.87497899992195e-05,
-    1.9936930000312715e-05
+    2.544007999972564e-05,
+    2.454371999988325e-05,
+    2.7512299999443714e-05
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.7966417499962974e-05,
-   "min": 1.294737350002606e-05,
-   "max": 2.0690811999998006e-05,
+   "seconds": 2.1070955999960005e-05,
+   "min": 1.4012300999979743e-05,
+   "max": 2.2508910499993816e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.7906614999958492e-05,
-   "host_canary_seconds": 1.0488925000231574e-05,
-   "host_backward_canary_seconds": 2.0947340000248006e-05,
+   "issue_only_seconds": 2.1104196000010235e-05,
+   "host_canary_seconds": 1.1323905000040213e-05,
+   "host_backward_canary_seconds": 2.5063330000421046e-05,
    "pass_seconds": [
-    1.7966417499962974e-05,
-    1.9599729499987005e-05,
-    1.4499182999998084e-05
+    2.1160895999969397e-05,
+    1.4250209000010728e-05,
+    2.1070955999960005e-05
    ],
    "pass_host_canary_seconds": [
-    1.0488925000231574e-05,
-    1.0449450000464822e-05,
-    8.215149999841743e-06
+    1.1323905000040213e-05,
+    7.627875000366657e-06,
+    1.1645520000342913e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0947340000248006e-05,
-    2.9059759999654488e-05,
-    1.8574009999383634e-05
+    2.5063330000421046e-05,
+    1.905570999952033e-05,
+    2.7104680000320514e-05
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 2.080380749998767e-05,
-   "min": 1.4123439000002236e-05,
-   "max": 2.288728349998337e-05,
+   "seconds": 2.179011650002849e-05,
+   "min": 1.4858882499993342e-05,
+   "max": 2.4235081999961496e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.201185999996369e-05,
-   "host_canary_seconds": 1.0570940000320661e-05,
-   "host_backward_canary_seconds": 1.9670589999805088e-05,
+   "issue_only_seconds": 2.1735346000014035e-05,
+   "host_canary_seconds": 1.1071440000023358e-05,
+   "host_backward_canary_seconds": 2.5355620000482304e-05,
    "pass_seconds": [
-    2.206111099997088e-05,
-    2.080380749998767e-05,
-    1.4438602000041101e-05
+    2.179011650002849e-05,
+    1.66705014999593e-05,
+    2.342034599996623e-05
    ],
    "pass_host_canary_seconds": [
-    1.0570940000320661e-05,
-    9.87951000013254e-06,
-    7.377494999900591e-06
+    1.1071440000023358e-05,
+    7.880294999722537e-06,
+    1.195864999999685e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9670589999805088e-05,
-    2.151733999994576e-05,
-    1.9109309999976176e-05
+    2.5355620000482304e-05,
+    2.0059060000221506e-05,
+    2.6483670000061464e-05
    ]
   },
   "eager_op_add_out": {
-   "seconds": 6.43719599997894e-06,
-   "min": 5.900877500039314e-06,
-   "max": 8.623465999960445e-06,
+   "seconds": 9.182520500019109e-06,
+   "min": 6.302256000026318e-06,
+   "max": 1.0301793999985875e-05,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.132045500010008e-06,
-   "host_canary_seconds": 7.214424999801849e-06,
-   "host_backward_canary_seconds": 1.9461745000057815e-05,
+   "issue_only_seconds": 9.145790000047782e-06,
+   "host_canary_seconds": 1.092272749986023e-05,
+   "host_backward_canary_seconds": 2.5666995000506176e-05,
    "pass_seconds": [
-    6.1433605000047465e-06,
-    8.25740849995782e-06,
-    6.43719599997894e-06
+    9.182520500019109e-06,
+    6.767402499974651e-06,
+    9.498585000017101e-06
    ],
    "pass_host_canary_seconds": [
-    7.214424999801849e-06,
-    9.769807500106255e-06,
-    7.359210000004169e-06
+    1.092272749986023e-05,
+    7.820410000078938e-06,
+    1.1951842500081967e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9461745000057815e-05,
-    2.104022999958488e-05,
-    2.058604999945146e-05
+    2.5666995000506176e-05,
+    1.946012000018982e-05,
+    2.6851389999933418e-05
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.2630554444336262e-05,
-   "min": 1.0214847777787226e-05,
-   "max": 1.6196829999949438e-05,
+   "seconds": 1.694050555569346e-05,
+   "min": 1.13639811110665e-05,
+   "max": 2.0875405555595233e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.011476999963179e-05,
-   "host_backward_canary_seconds": 1.9432279999591627e-05,
+   "host_canary_seconds": 1.0791740000399842e-05,
+   "host_backward_canary_seconds": 2.48870200005058e-05,
    "pass_seconds": [
-    1.1586155555581475e-05,
-    1.4993311111134568e-05,
-    1.2630554444336262e-05
+    1.694050555569346e-05,
+    1.245761333330443e-05,
+    1.927765666664527e-05
    ],
    "pass_host_canary_seconds": [
-    1.011476999963179e-05,
-    1.017344499985029e-05,
-    1.025906999984727e-05
+    1.0791740000399842e-05,
+    8.582254999964788e-06,
+    1.2250804999780485e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9432279999591627e-05,
-    2.116218999958619e-05,
-    1.9155359999558642e-05
+    2.48870200005058e-05,
+    1.9141529999160412e-05,
+    2.7609989999746176e-05
    ]
   },
   "backward_fixed": {
-   "seconds": 0.00045577388896668306,
-   "min": -2.5795999982215637e-05,
-   "max": 0.0009284836666741589,
+   "seconds": 0.0004973676666774434,
+   "min": 7.81829999646612e-05,
+   "max": 0.0013418984445050027,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.011476999963179e-05,
-   "host_backward_canary_seconds": 1.9432279999591627e-05,
+   "host_canary_seconds": 1.0791740000399842e-05,
+   "host_backward_canary_seconds": 2.48870200005058e-05,
    "pass_seconds": [
-    0.0003233653333280825,
-    0.00045577388896668306,
-    0.0004866495555436107
+    0.0004973676666774434,
+    0.0005113871111840733,
+    0.000407753222248175
    ],
    "pass_host_canary_seconds": [
-    1.011476999963179e-05,
-    1.017344499985029e-05,
-    1.025906999984727e-05
+    1.0791740000399842e-05,
+    8.582254999964788e-06,
+    1.2250804999780485e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9432279999591627e-05,
-    2.116218999958619e-05,
-    1.9155359999558642e-05
+    2.48870200005058e-05,
+    1.9141529999160412e-05,
+    2.7609989999746176e-05
    ]
   },
   "backward_node_view": {
-   "seconds": 4.208348888773293e-06,
-   "min": 3.668500000028669e-06,
-   "max": 6.887682222264225e-06,
+   "seconds": 7.126427777721902e-06,
+   "min": 4.556507777932792e-06,
+   "max": 9.525464444474588e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.483355000204029e-06,
-   "host_backward_canary_seconds": 1.2663580000094045e-05,
+   "host_canary_seconds": 1.0851722500149208e-05,
+   "host_backward_canary_seconds": 2.096551000022373e-05,
    "pass_seconds": [
-    4.036267777741563e-06,
-    6.480740000066968e-06,
-    4.208348888773293e-06
+    7.023682222274551e-06,
+    7.126427777721902e-06,
+    7.783693333244122e-06
    ],
    "pass_host_canary_seconds": [
-    7.483355000204029e-06,
-    9.934455000006893e-06,
-    1.010542000017267e-05
+    1.0851722500149208e-05,
+    9.109522500239109e-06,
+    1.228608500014161e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2663580000094045e-05,
-    1.8784014999937424e-05,
-    1.8312439999590423e-05
+    2.096551000022373e-05,
+    2.2469275000389645e-05,
+    2.3446434999527812e-05
    ]
   },
   "backward_node_transpose": {
-   "seconds": 6.355418888940928e-06,
-   "min": 3.5327066666468455e-06,
-   "max": 8.86826333334688e-06,
+   "seconds": 6.789223333246102e-06,
+   "min": 4.43545555564621e-06,
+   "max": 9.998864444342972e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.534280000243143e-06,
-   "host_backward_canary_seconds": 1.6716344999849754e-05,
+   "host_canary_seconds": 1.0960990000228321e-05,
+   "host_backward_canary_seconds": 1.7594960000337777e-05,
    "pass_seconds": [
-    3.918104444235521e-06,
-    6.355418888940928e-06,
-    6.5558133332564875e-06
+    5.031312222298665e-06,
+    6.789223333246102e-06,
+    8.072837777793514e-06
    ],
    "pass_host_canary_seconds": [
-    7.534280000243143e-06,
-    9.662217499908366e-06,
-    1.005626499988921e-05
+    1.0960990000228321e-05,
+    9.220087499954844e-06,
+    1.2230992500121829e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6716344999849754e-05,
-    1.885681000032946e-05,
-    2.1290785000473988e-05
+    1.7594960000337777e-05,
+    1.9403159999455966e-05,
+    2.32989650004356e-05
    ]
   },
   "backward_layer_linear": {
-   "seconds": 3.7256655555590136e-05,
-   "min": 3.4569977777891836e-05,
-   "max": 5.920515333337385e-05,
+   "seconds": 6.48931199999778e-05,
+   "min": 3.946637333329919e-05,
+   "max": 7.407970888885352e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.523099999957594e-06,
-   "host_backward_canary_seconds": 1.7164249999268578e-05,
+   "host_canary_seconds": 1.1441345000093861e-05,
+   "host_backward_canary_seconds": 2.6850379999814322e-05,
    "pass_seconds": [
-    3.6939531111102045e-05,
-    3.7256655555590136e-05,
-    3.886313111113143e-05
+    6.506857555564238e-05,
+    4.3542998888976095e-05,
+    6.48931199999778e-05
    ],
    "pass_host_canary_seconds": [
-    7.523099999957594e-06,
-    8.976839999945696e-06,
-    9.288664999758112e-06
+    1.1441345000093861e-05,
+    1.0571450000043114e-05,
+    1.2648909999484204e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7164249999268578e-05,
-    1.9147210000483028e-05,
-    1.923468999962097e-05
+    2.6850379999814322e-05,
+    2.3844890000646048e-05,
+    3.067094999892106e-05
    ]
   },
   "backward_call": {
-   "seconds": 6.001599971204997e-05,
-   "min": 5.5366668539742606e-05,
-   "max": 8.394533271590868e-05,
+   "seconds": 0.00013099600064257774,
+   "min": 0.00010096933009723824,
+   "max": 0.00018228667539854843,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 20.39 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 24.31 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -627,34 +627,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    9.836799651384353e-05,
-    9.769599884748459e-05,
-    0.00014073599874973297,
-    0.00019609600305557252,
-    0.0003991999924182892
+    0.00014528000354766844,
+    0.00017587199807167053,
+    0.00023119999468326568,
+    0.00034643200039863586,
+    0.0005098879933357239
    ],
-   "host_canary_seconds": 7.42381000009118e-06,
-   "host_backward_canary_seconds": 1.609713999982887e-05,
+   "host_canary_seconds": 1.044559250004795e-05,
+   "host_backward_canary_seconds": 1.947458000017832e-05,
    "pass_seconds": [
-    6.001599971204997e-05,
-    8.394533271590868e-05,
-    5.5366668539742606e-05
+    0.00013099600064257774,
+    0.00010096933009723824,
+    0.00018228667539854843
    ],
    "pass_host_canary_seconds": [
-    7.42381000009118e-06,
-    8.946067500232856e-06,
-    9.597697499827972e-06
+    1.044559250004795e-05,
+    1.0647679999920001e-05,
+    1.1957910000148787e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.609713999982887e-05,
-    1.778183500050545e-05,
-    1.5157500000100299e-05
+    1.947458000017832e-05,
+    2.0080880000250544e-05,
+    2.4428899999975327e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 2.7341714040154503e-05,
-   "min": 2.315428533724376e-05,
-   "max": 2.9763809627010707e-05,
+   "seconds": 3.265828586050442e-05,
+   "min": 1.97325712513356e-05,
+   "max": 3.4177522928941815e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -663,36 +663,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.745600000023842e-05,
-    8.528000116348266e-05,
-    0.00044284799695014956
+    4.9183998256921766e-05,
+    0.00013260799646377564,
+    0.0005342079997062683
    ],
    "forward_ops": {
     "aten::addmm": 1.0,
     "aten::t": 1.0
    },
-   "host_canary_seconds": 8.853092500089587e-06,
-   "host_backward_canary_seconds": 1.7964184999641474e-05,
+   "host_canary_seconds": 1.0632500000156142e-05,
+   "host_backward_canary_seconds": 2.0237749999978405e-05,
    "pass_seconds": [
-    2.7341714040154503e-05,
-    2.315428533724376e-05,
-    2.9763809627010707e-05
+    3.265828586050442e-05,
+    1.97325712513356e-05,
+    3.4177522928941815e-05
    ],
    "pass_host_canary_seconds": [
-    8.853092500089587e-06,
-    9.103257500271412e-06,
-    1.0332400000265807e-05
+    1.0632500000156142e-05,
+    1.036396749952928e-05,
+    1.248178500020458e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7964184999641474e-05,
-    1.8034800000350515e-05,
-    1.7536819999577347e-05
+    2.0237749999978405e-05,
+    1.9428444999789463e-05,
+    2.4503249999270338e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 9.278856821003413e-05,
-   "min": 7.833828546461605e-05,
-   "max": 9.539886351142611e-05,
+   "seconds": 0.00011728456811535925,
+   "min": 9.465904764476276e-05,
+   "max": 0.00012762362793797537,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -701,9 +701,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019504000246524811,
-    0.0007458879947662354,
-    0.0018581759929656983
+    0.0003456000089645386,
+    0.00079830402135849,
+    0.00227894401550293
    ],
    "backward_nodes_per_layer": 4.0,
    "backward_ops": {
@@ -714,28 +714,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::t": 4.0,
     "aten::view": 1.0
    },
-   "host_canary_seconds": 8.853092500089587e-06,
-   "host_backward_canary_seconds": 1.7964184999641474e-05,
+   "host_canary_seconds": 1.0632500000156142e-05,
+   "host_backward_canary_seconds": 2.0237749999978405e-05,
    "pass_seconds": [
-    7.833828546461605e-05,
-    9.539886351142611e-05,
-    9.278856821003413e-05
+    9.465904764476276e-05,
+    0.00011728456811535925,
+    0.00012762362793797537
    ],
    "pass_host_canary_seconds": [
-    8.853092500089587e-06,
-    9.103257500271412e-06,
-    1.0332400000265807e-05
+    1.0632500000156142e-05,
+    1.036396749952928e-05,
+    1.248178500020458e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7964184999641474e-05,
-    1.8034800000350515e-05,
-    1.7536819999577347e-05
+    2.0237749999978405e-05,
+    1.9428444999789463e-05,
+    2.4503249999270338e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 5.261181011086419e-05,
-   "min": 5.0243810174011056e-05,
-   "max": 6.910094902628944e-05,
+   "seconds": 7.225142703169868e-05,
+   "min": 7.16411421696345e-05,
+   "max": 9.001523540133521e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -744,37 +744,37 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.568000257015228e-05,
-    0.0003638080060482025,
-    0.0011391359567642211
+    0.00017372800409793854,
+    0.000397599995136261,
+    0.0012513279914855957
    ],
    "forward_ops": {
     "aten::_to_copy": 2.0,
     "aten::addmm": 1.0,
     "aten::t": 1.0
    },
-   "host_canary_seconds": 9.42976499999304e-06,
-   "host_backward_canary_seconds": 1.4340134999315524e-05,
+   "host_canary_seconds": 1.1023625000348146e-05,
+   "host_backward_canary_seconds": 2.0953260000169395e-05,
    "pass_seconds": [
-    6.910094902628944e-05,
-    5.0243810174011056e-05,
-    5.261181011086419e-05
+    7.16411421696345e-05,
+    7.225142703169868e-05,
+    9.001523540133521e-05
    ],
    "pass_host_canary_seconds": [
-    9.42976499999304e-06,
-    9.053074999769705e-06,
-    9.460930000102506e-06
+    1.1023625000348146e-05,
+    1.1158917499756172e-05,
+    1.259943749971626e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4340134999315524e-05,
-    1.8150920000152836e-05,
-    1.5865710000184664e-05
+    2.0953260000169395e-05,
+    2.037083999994138e-05,
+    2.2636720000264177e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00010894171184017545,
-   "min": 8.271086925552005e-05,
-   "max": 0.00014505447127989362,
+   "seconds": 0.0001332289470093591,
+   "min": 0.00013116648296515143,
+   "max": 0.0001639824708302816,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -783,9 +783,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004477440118789673,
-    0.0012048319578170776,
-    0.0028254721164703367
+    0.0006800640225410462,
+    0.0013854399919509888,
+    0.003754496097564697
    ],
    "backward_nodes_per_layer": 6.0,
    "backward_ops": {
@@ -797,28 +797,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::t": 4.0,
     "aten::view": 1.0
    },
-   "host_canary_seconds": 9.42976499999304e-06,
-   "host_backward_canary_seconds": 1.4340134999315524e-05,
+   "host_canary_seconds": 1.1023625000348146e-05,
+   "host_backward_canary_seconds": 2.0953260000169395e-05,
    "pass_seconds": [
-    8.271086925552005e-05,
-    0.00014505447127989362,
-    0.00010894171184017545
+    0.00013116648296515143,
+    0.0001332289470093591,
+    0.0001639824708302816
    ],
    "pass_host_canary_seconds": [
-    9.42976499999304e-06,
-    9.053074999769705e-06,
-    9.460930000102506e-06
+    1.1023625000348146e-05,
+    1.1158917499756172e-05,
+    1.259943749971626e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4340134999315524e-05,
-    1.8150920000152836e-05,
-    1.5865710000184664e-05
+    2.0953260000169395e-05,
+    2.037083999994138e-05,
+    2.2636720000264177e-05
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 2.0695619994685766e-05,
-   "min": 1.4937142442379677e-05,
-   "max": 2.6059428496020183e-05,
+   "seconds": 2.9539047607353755e-05,
+   "min": 2.3939809806290126e-05,
+   "max": 3.13820970200357e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -827,36 +827,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.447999969124794e-05,
-    0.00011686400324106216,
-    0.0004334399998188019
+    4.614400118589401e-05,
+    0.00012281599640846252,
+    0.00048524799942970275
    ],
    "forward_ops": {
     "aten::mm": 1.0,
     "aten::t": 1.0
    },
-   "host_canary_seconds": 9.55037000011316e-06,
-   "host_backward_canary_seconds": 1.4695815000891343e-05,
+   "host_canary_seconds": 1.0860770000249432e-05,
+   "host_backward_canary_seconds": 2.1791555000163498e-05,
    "pass_seconds": [
-    2.6059428496020183e-05,
-    2.0695619994685766e-05,
-    1.4937142442379677e-05
+    2.9539047607353755e-05,
+    2.3939809806290126e-05,
+    3.13820970200357e-05
    ],
    "pass_host_canary_seconds": [
-    9.55037000011316e-06,
-    9.268612500363816e-06,
-    7.047505000059573e-06
+    1.0860770000249432e-05,
+    1.0624650000181646e-05,
+    1.1978009999893403e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4695815000891343e-05,
-    1.8430460000331552e-05,
-    1.7497570000273298e-05
+    2.1791555000163498e-05,
+    2.0542080000041098e-05,
+    2.2983580000754954e-05
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 7.176685794478372e-05,
-   "min": 6.643124031169075e-05,
-   "max": 7.899961664917922e-05,
+   "seconds": 8.077181627353033e-05,
+   "min": 6.964494908849399e-05,
+   "max": 8.287846864688963e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -865,9 +865,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019312000274658204,
-    0.00045638400316238404,
-    0.0015757440328598024
+    0.0003232640027999878,
+    0.000720736026763916,
+    0.002029599905014038
    ],
    "backward_nodes_per_layer": 3.0,
    "backward_ops": {
@@ -876,28 +876,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::mm": 2.0,
     "aten::t": 4.0
    },
-   "host_canary_seconds": 9.55037000011316e-06,
-   "host_backward_canary_seconds": 1.4695815000891343e-05,
+   "host_canary_seconds": 1.0860770000249432e-05,
+   "host_backward_canary_seconds": 2.1791555000163498e-05,
    "pass_seconds": [
-    6.643124031169075e-05,
-    7.176685794478372e-05,
-    7.899961664917922e-05
+    8.287846864688963e-05,
+    6.964494908849399e-05,
+    8.077181627353033e-05
    ],
    "pass_host_canary_seconds": [
-    9.55037000011316e-06,
-    9.268612500363816e-06,
-    7.047505000059573e-06
+    1.0860770000249432e-05,
+    1.0624650000181646e-05,
+    1.1978009999893403e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4695815000891343e-05,
-    1.8430460000331552e-05,
-    1.7497570000273298e-05
+    2.1791555000163498e-05,
+    2.0542080000041098e-05,
+    2.2983580000754954e-05
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 3.764571639753523e-05,
-   "min": 3.123809610094343e-05,
-   "max": 4.599771400292714e-05,
+   "seconds": 5.833752240453448e-05,
+   "min": 5.054704632077898e-05,
+   "max": 6.25980943441391e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -906,37 +906,37 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.457599997520447e-05,
-    0.00017798399925231934,
-    0.0005397120118141174
+    0.00011366400122642517,
+    0.0002977280020713806,
+    0.0009917439818382264
    ],
    "forward_ops": {
     "aten::_to_copy": 1.0,
     "aten::mm": 1.0,
     "aten::t": 1.0
    },
-   "host_canary_seconds": 7.2354050001877115e-06,
-   "host_backward_canary_seconds": 2.1207610000146815e-05,
+   "host_canary_seconds": 1.091766750022316e-05,
+   "host_backward_canary_seconds": 2.189188999977887e-05,
    "pass_seconds": [
-    3.123809610094343e-05,
-    3.764571639753523e-05,
-    4.599771400292714e-05
+    5.833752240453448e-05,
+    5.054704632077898e-05,
+    6.25980943441391e-05
    ],
    "pass_host_canary_seconds": [
-    7.2354050001877115e-06,
-    9.081162499740003e-06,
-    7.149934999688412e-06
+    1.091766750022316e-05,
+    1.0780447500167156e-05,
+    1.1766300000033425e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1207610000146815e-05,
-    1.7647364999788805e-05,
-    1.795804000039425e-05
+    2.189188999977887e-05,
+    2.0221595000293747e-05,
+    2.267968000012388e-05
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 8.062552128519331e-05,
-   "min": 7.786437514282408e-05,
-   "max": 9.910704230978374e-05,
+   "seconds": 0.00011096991101900737,
+   "min": 8.974628931000117e-05,
+   "max": 0.00011387809898172109,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -945,9 +945,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00037648001313209535,
-    0.000871999979019165,
-    0.0021077439785003663
+    0.0005291839838027954,
+    0.0012234560251235963,
+    0.0031309120655059813
    ],
    "backward_nodes_per_layer": 4.0,
    "backward_ops": {
@@ -957,28 +957,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::mm": 2.0,
     "aten::t": 4.0
    },
-   "host_canary_seconds": 7.2354050001877115e-06,
-   "host_backward_canary_seconds": 2.1207610000146815e-05,
+   "host_canary_seconds": 1.091766750022316e-05,
+   "host_backward_canary_seconds": 2.189188999977887e-05,
    "pass_seconds": [
-    8.062552128519331e-05,
-    9.910704230978374e-05,
-    7.786437514282408e-05
+    0.00011096991101900737,
+    8.974628931000117e-05,
+    0.00011387809898172109
    ],
    "pass_host_canary_seconds": [
-    7.2354050001877115e-06,
-    9.081162499740003e-06,
-    7.149934999688412e-06
+    1.091766750022316e-05,
+    1.0780447500167156e-05,
+    1.1766300000033425e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1207610000146815e-05,
-    1.7647364999788805e-05,
-    1.795804000039425e-05
+    2.189188999977887e-05,
+    2.0221595000293747e-05,
+    2.267968000012388e-05
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.3747809454798697e-05,
-   "min": 1.2120380554170837e-05,
-   "max": 1.5456761366554667e-05,
+   "seconds": 2.0572189951226825e-05,
+   "min": 1.2656761954228084e-05,
+   "max": 2.3982477152631393e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -987,35 +987,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.1824000403285027e-05,
-    5.699200183153153e-05,
-    0.00022601599991321563
+    3.577600046992302e-05,
+    9.190399944782258e-05,
+    0.00039024001359939573
    ],
    "forward_ops": {
     "aten::mm": 1.0
    },
-   "host_canary_seconds": 6.994835000000421e-06,
-   "host_backward_canary_seconds": 1.8127549999462645e-05,
+   "host_canary_seconds": 1.1581784999634692e-05,
+   "host_backward_canary_seconds": 2.2057859999904395e-05,
    "pass_seconds": [
-    1.3747809454798697e-05,
-    1.5456761366554667e-05,
-    1.2120380554170837e-05
+    2.3982477152631393e-05,
+    1.2656761954228084e-05,
+    2.0572189951226825e-05
    ],
    "pass_host_canary_seconds": [
-    6.994835000000421e-06,
-    8.986660000118717e-06,
-    6.9075499999371455e-06
+    1.1581784999634692e-05,
+    1.0063307500161044e-05,
+    1.1135959999819533e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8127549999462645e-05,
-    1.5683589999753167e-05,
-    1.663155000073857e-05
+    2.2057859999904395e-05,
+    2.024500999993961e-05,
+    2.122330000020156e-05
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 7.319695351734049e-05,
-   "min": 6.713676426027502e-05,
-   "max": 8.170285297646409e-05,
+   "seconds": 8.64883851082552e-05,
+   "min": 7.919619427550407e-05,
+   "max": 8.681218805057662e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1024,9 +1024,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013542400300502777,
-    0.0003400320112705231,
-    0.0015399359464645386
+    0.00032793599367141724,
+    0.0008187199831008911,
+    0.0019360320568084716
    ],
    "backward_nodes_per_layer": 2.0,
    "backward_ops": {
@@ -1035,28 +1035,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::mm": 2.0,
     "aten::t": 2.0
    },
-   "host_canary_seconds": 6.994835000000421e-06,
-   "host_backward_canary_seconds": 1.8127549999462645e-05,
+   "host_canary_seconds": 1.1581784999634692e-05,
+   "host_backward_canary_seconds": 2.2057859999904395e-05,
    "pass_seconds": [
-    8.170285297646409e-05,
-    7.319695351734049e-05,
-    6.713676426027502e-05
+    7.919619427550407e-05,
+    8.64883851082552e-05,
+    8.681218805057662e-05
    ],
    "pass_host_canary_seconds": [
-    6.994835000000421e-06,
-    8.986660000118717e-06,
-    6.9075499999371455e-06
+    1.1581784999634692e-05,
+    1.0063307500161044e-05,
+    1.1135959999819533e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8127549999462645e-05,
-    1.5683589999753167e-05,
-    1.663155000073857e-05
+    2.2057859999904395e-05,
+    2.024500999993961e-05,
+    2.122330000020156e-05
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 2.6409142961104713e-05,
-   "min": 2.5801143298546473e-05,
-   "max": 3.0633906168597085e-05,
+   "seconds": 4.311085918119975e-05,
+   "min": 3.684114345482418e-05,
+   "max": 4.7023997420356384e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1065,36 +1065,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.6384000927209855e-05,
-    0.00013011200726032257,
-    0.0004506880044937134
+    0.00014361600577831267,
+    0.00033580800890922546,
+    0.0008660159707069397
    ],
    "forward_ops": {
     "aten::_to_copy": 1.0,
     "aten::mm": 1.0
    },
-   "host_canary_seconds": 6.961039999850982e-06,
-   "host_backward_canary_seconds": 1.820827000074132e-05,
+   "host_canary_seconds": 1.1826015000337976e-05,
+   "host_backward_canary_seconds": 2.2334080000518952e-05,
    "pass_seconds": [
-    2.6409142961104713e-05,
-    3.0633906168597085e-05,
-    2.5801143298546473e-05
+    4.7023997420356384e-05,
+    3.684114345482418e-05,
+    4.311085918119975e-05
    ],
    "pass_host_canary_seconds": [
-    6.961039999850982e-06,
-    9.151900000006208e-06,
-    7.636314999786008e-06
+    1.1826015000337976e-05,
+    1.0274960000060674e-05,
+    1.1585870000203613e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.820827000074132e-05,
-    1.9753550000132235e-05,
-    1.803695000035077e-05
+    2.2334080000518952e-05,
+    2.0038750000139773e-05,
+    2.4325974999328535e-05
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 0.0001081173395117124,
-   "min": 0.00010290285785283361,
-   "max": 0.00011590780548396563,
+   "seconds": 0.00010329904407262801,
+   "min": 8.409600598471506e-05,
+   "max": 0.00010688990425495874,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1103,9 +1103,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00024668799340724946,
-    0.0008550400137901307,
-    0.0022598400115966797
+    0.0006319040060043335,
+    0.001215391993522644,
+    0.0026620800495147706
    ],
    "backward_nodes_per_layer": 3.0,
    "backward_ops": {
@@ -1115,28 +1115,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::mm": 2.0,
     "aten::t": 2.0
    },
-   "host_canary_seconds": 6.961039999850982e-06,
-   "host_backward_canary_seconds": 1.820827000074132e-05,
+   "host_canary_seconds": 1.1826015000337976e-05,
+   "host_backward_canary_seconds": 2.2334080000518952e-05,
    "pass_seconds": [
-    0.00010290285785283361,
-    0.0001081173395117124,
-    0.00011590780548396563
+    8.409600598471506e-05,
+    0.00010688990425495874,
+    0.00010329904407262801
    ],
    "pass_host_canary_seconds": [
-    6.961039999850982e-06,
-    9.151900000006208e-06,
-    7.636314999786008e-06
+    1.1826015000337976e-05,
+    1.0274960000060674e-05,
+    1.1585870000203613e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.820827000074132e-05,
-    1.9753550000132235e-05,
-    1.803695000035077e-05
+    2.2334080000518952e-05,
+    2.0038750000139773e-05,
+    2.4325974999328535e-05
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.080609436546053e-05,
-   "min": 1.2979809726987567e-05,
-   "max": 2.1098667134841284e-05,
+   "seconds": 2.5680762848683766e-05,
+   "min": 2.5302095072610035e-05,
+   "max": 3.082209399768284e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1145,35 +1145,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.9296001195907595e-05,
-    6.735999882221223e-05,
-    0.0002303680032491684
+    3.3344000577926634e-05,
+    8.083199709653854e-05,
+    0.00040870401263237
    ],
    "forward_ops": {
     "aten::bmm": 1.0
    },
-   "host_canary_seconds": 6.9875599999136285e-06,
-   "host_backward_canary_seconds": 1.8045670000219616e-05,
+   "host_canary_seconds": 1.054776249986844e-05,
+   "host_backward_canary_seconds": 2.2760960000027808e-05,
    "pass_seconds": [
-    1.2979809726987567e-05,
-    2.080609436546053e-05,
-    2.1098667134841284e-05
+    2.5680762848683766e-05,
+    2.5302095072610035e-05,
+    3.082209399768284e-05
    ],
    "pass_host_canary_seconds": [
-    6.9875599999136285e-06,
-    9.43875999979582e-06,
-    1.0252965000177027e-05
+    1.054776249986844e-05,
+    1.0997109999948406e-05,
+    1.2061434999850462e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8045670000219616e-05,
-    2.02315950002685e-05,
-    1.7560080000293965e-05
+    2.2760960000027808e-05,
+    1.958176000016465e-05,
+    2.3393970000142872e-05
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 7.243428538952555e-05,
-   "min": 6.356114042656761e-05,
-   "max": 8.326705013002668e-05,
+   "seconds": 7.797028745214144e-05,
+   "min": 7.575618936902e-05,
+   "max": 8.977905767304557e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1182,9 +1182,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018691200017929076,
-    0.0004761599898338318,
-    0.0016307840347290039
+    0.0002453439980745316,
+    0.0006975679993629455,
+    0.0018472000360488891
    ],
    "backward_nodes_per_layer": 2.0,
    "backward_ops": {
@@ -1193,28 +1193,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": 0.3333333333333333,
     "aten::transpose": 2.0
    },
-   "host_canary_seconds": 6.9875599999136285e-06,
-   "host_backward_canary_seconds": 1.8045670000219616e-05,
+   "host_canary_seconds": 1.054776249986844e-05,
+   "host_backward_canary_seconds": 2.2760960000027808e-05,
    "pass_seconds": [
-    8.326705013002668e-05,
-    6.356114042656761e-05,
-    7.243428538952555e-05
+    7.797028745214144e-05,
+    7.575618936902e-05,
+    8.977905767304557e-05
    ],
    "pass_host_canary_seconds": [
-    6.9875599999136285e-06,
-    9.43875999979582e-06,
-    1.0252965000177027e-05
+    1.054776249986844e-05,
+    1.0997109999948406e-05,
+    1.2061434999850462e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8045670000219616e-05,
-    2.02315950002685e-05,
-    1.7560080000293965e-05
+    2.2760960000027808e-05,
+    1.958176000016465e-05,
+    2.3393970000142872e-05
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 2.9347048983687443e-05,
-   "min": 2.856914344288054e-05,
-   "max": 3.892800140948522e-05,
+   "seconds": 4.795961933476585e-05,
+   "min": 4.14697134069034e-05,
+   "max": 4.897371608586539e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1223,36 +1223,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.2799999713897704e-05,
-    0.00012432000041007996,
-    0.000476608008146286
+    8.65280032157898e-05,
+    0.00020956799387931825,
+    0.0007989760041236878
    ],
    "forward_ops": {
     "aten::_to_copy": 1.0,
     "aten::bmm": 1.0
    },
-   "host_canary_seconds": 7.5643675000947044e-06,
-   "host_backward_canary_seconds": 1.8513084999653983e-05,
+   "host_canary_seconds": 1.0982324999986303e-05,
+   "host_backward_canary_seconds": 2.045864000024267e-05,
    "pass_seconds": [
-    2.856914344288054e-05,
-    2.9347048983687443e-05,
-    3.892800140948522e-05
+    4.795961933476585e-05,
+    4.14697134069034e-05,
+    4.897371608586539e-05
    ],
    "pass_host_canary_seconds": [
-    7.5643675000947044e-06,
-    9.27692750025244e-06,
-    9.639754999852812e-06
+    1.0982324999986303e-05,
+    1.0831015000007938e-05,
+    1.1967315000163126e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8513084999653983e-05,
-    1.8364014999860955e-05,
-    1.7354190000560265e-05
+    2.045864000024267e-05,
+    1.9412729999430665e-05,
+    2.3864180000146008e-05
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 0.00010085333706367584,
-   "min": 6.934704170340585e-05,
-   "max": 0.00010963961907795495,
+   "seconds": 0.00010084114259197597,
+   "min": 9.40380972765741e-05,
+   "max": 0.00010637866067034858,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1261,9 +1261,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023664000630378723,
-    0.0006019840240478516,
-    0.002293344020843506
+    0.0004588479995727539,
+    0.0007766720056533814,
+    0.0026480000019073486
    ],
    "backward_nodes_per_layer": 3.0,
    "backward_ops": {
@@ -1273,28 +1273,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": 0.3333333333333333,
     "aten::transpose": 2.0
    },
-   "host_canary_seconds": 7.5643675000947044e-06,
-   "host_backward_canary_seconds": 1.8513084999653983e-05,
+   "host_canary_seconds": 1.0982324999986303e-05,
+   "host_backward_canary_seconds": 2.045864000024267e-05,
    "pass_seconds": [
-    0.00010963961907795495,
-    0.00010085333706367584,
-    6.934704170340585e-05
+    0.00010084114259197597,
+    9.40380972765741e-05,
+    0.00010637866067034858
    ],
    "pass_host_canary_seconds": [
-    7.5643675000947044e-06,
-    9.27692750025244e-06,
-    9.639754999852812e-06
+    1.0982324999986303e-05,
+    1.0831015000007938e-05,
+    1.1967315000163126e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8513084999653983e-05,
-    1.8364014999860955e-05,
-    1.7354190000560265e-05
+    2.045864000024267e-05,
+    1.9412729999430665e-05,
+    2.3864180000146008e-05
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 3.8028953330857415e-05,
-   "min": 2.9430094396784193e-05,
-   "max": 4.671542914140792e-05,
+   "seconds": 4.78331439551853e-05,
+   "min": 3.07283823688825e-05,
+   "max": 5.717561677807854e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1303,35 +1303,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.4383998960256575e-05,
-    0.00012035199999809265,
-    0.0004817279875278473
+    9.004800021648407e-05,
+    0.00021465599536895752,
+    0.000801248013973236
    ],
    "forward_ops": {
     "aten::convolution": 1.0
    },
-   "host_canary_seconds": 7.139610000308494e-06,
-   "host_backward_canary_seconds": 1.7391009999983e-05,
+   "host_canary_seconds": 1.1212949999901411e-05,
+   "host_backward_canary_seconds": 2.1376469999836447e-05,
    "pass_seconds": [
-    2.9430094396784193e-05,
-    3.8028953330857415e-05,
-    4.671542914140792e-05
+    4.78331439551853e-05,
+    3.07283823688825e-05,
+    5.717561677807854e-05
    ],
    "pass_host_canary_seconds": [
-    7.139610000308494e-06,
-    9.15456499967604e-06,
-    9.685522499864873e-06
+    1.1212949999901411e-05,
+    9.67577000011488e-06,
+    1.2026427500302361e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7391009999983e-05,
-    2.1682375000295905e-05,
-    1.6828180000061367e-05
+    2.1376469999836447e-05,
+    1.984276500081705e-05,
+    2.3878819999367806e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 7.26377148003805e-05,
-   "min": 6.844951496237799e-05,
-   "max": 8.150704967833701e-05,
+   "seconds": 8.966476221879324e-05,
+   "min": 7.428190786214102e-05,
+   "max": 9.504380431913192e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1340,9 +1340,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003120959997177124,
-    0.0006817920207977295,
-    0.0019884480237960817
+    0.0004738239943981171,
+    0.0009264320135116578,
+    0.0025496640205383302
    ],
    "backward_nodes_per_layer": 3.0,
    "backward_ops": {
@@ -1350,28 +1350,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::convolution_backward": 1.0,
     "aten::detach": 1.0
    },
-   "host_canary_seconds": 7.139610000308494e-06,
-   "host_backward_canary_seconds": 1.7391009999983e-05,
+   "host_canary_seconds": 1.1212949999901411e-05,
+   "host_backward_canary_seconds": 2.1376469999836447e-05,
    "pass_seconds": [
-    8.150704967833701e-05,
-    7.26377148003805e-05,
-    6.844951496237799e-05
+    8.966476221879324e-05,
+    9.504380431913192e-05,
+    7.428190786214102e-05
    ],
    "pass_host_canary_seconds": [
-    7.139610000308494e-06,
-    9.15456499967604e-06,
-    9.685522499864873e-06
+    1.1212949999901411e-05,
+    9.67577000011488e-06,
+    1.2026427500302361e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7391009999983e-05,
-    2.1682375000295905e-05,
-    1.6828180000061367e-05
+    2.1376469999836447e-05,
+    1.984276500081705e-05,
+    2.3878819999367806e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 4.5066666745004204e-05,
-   "min": 3.618438116141729e-05,
-   "max": 5.8038093149662004e-05,
+   "seconds": 5.5939048173881714e-05,
+   "min": 4.819199797653017e-05,
+   "max": 8.770590594836643e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1380,36 +1380,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.409599959850312e-05,
-    0.00028303998708724973,
-    0.0007813439965248108
+    0.00010601600259542466,
+    0.00041183999180793764,
+    0.000991104006767273
    ],
    "forward_ops": {
     "aten::_to_copy": 2.0,
     "aten::convolution": 1.0
    },
-   "host_canary_seconds": 7.299100000182079e-06,
-   "host_backward_canary_seconds": 1.8489099999214887e-05,
+   "host_canary_seconds": 1.048825499992745e-05,
+   "host_backward_canary_seconds": 2.1899690000282136e-05,
    "pass_seconds": [
-    4.5066666745004204e-05,
-    5.8038093149662004e-05,
-    3.618438116141729e-05
+    5.5939048173881714e-05,
+    4.819199797653017e-05,
+    8.770590594836643e-05
    ],
    "pass_host_canary_seconds": [
-    7.299100000182079e-06,
-    9.616890000074819e-06,
-    9.837789999664892e-06
+    1.048825499992745e-05,
+    1.026612999964982e-05,
+    1.2192217500057723e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8489099999214887e-05,
-    1.9619214999693213e-05,
-    1.7871630000172445e-05
+    2.1899690000282136e-05,
+    1.830457999972168e-05,
+    2.4164774999348992e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.0001618354231828735,
-   "min": 0.000152473903128079,
-   "max": 0.0001692464699347814,
+   "seconds": 0.00019071388705855328,
+   "min": 0.00014778514490241097,
+   "max": 0.00022346513470013934,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1418,9 +1418,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006444159746170044,
-    0.001577247977256775,
-    0.0037209279537200927
+    0.0006894720196723938,
+    0.0014507839679718019,
+    0.004396383762359619
    ],
    "backward_nodes_per_layer": 5.0,
    "backward_ops": {
@@ -1429,28 +1429,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::convolution_backward": 1.0,
     "aten::detach": 1.0
    },
-   "host_canary_seconds": 7.299100000182079e-06,
-   "host_backward_canary_seconds": 1.8489099999214887e-05,
+   "host_canary_seconds": 1.048825499992745e-05,
+   "host_backward_canary_seconds": 2.1899690000282136e-05,
    "pass_seconds": [
-    0.000152473903128079,
-    0.0001618354231828735,
-    0.0001692464699347814
+    0.00019071388705855328,
+    0.00014778514490241097,
+    0.00022346513470013934
    ],
    "pass_host_canary_seconds": [
-    7.299100000182079e-06,
-    9.616890000074819e-06,
-    9.837789999664892e-06
+    1.048825499992745e-05,
+    1.026612999964982e-05,
+    1.2192217500057723e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8489099999214887e-05,
-    1.9619214999693213e-05,
-    1.7871630000172445e-05
+    2.1899690000282136e-05,
+    1.830457999972168e-05,
+    2.4164774999348992e-05
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 2.4159999652987436e-05,
-   "min": 2.283047636349996e-05,
-   "max": 3.235733136534691e-05,
+   "seconds": 3.29904779791832e-05,
+   "min": 3.0678857827470414e-05,
+   "max": 4.62918086420922e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1459,35 +1459,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.452800169587135e-05,
-    9.040000289678573e-05,
-    0.0003861120045185089
+    3.7888001650571824e-05,
+    0.0002913280129432678,
+    0.0005518720149993897
    ],
    "forward_ops": {
     "aten::convolution": 1.0
    },
-   "host_canary_seconds": 9.712680000006913e-06,
-   "host_backward_canary_seconds": 1.5157055000258878e-05,
+   "host_canary_seconds": 1.0698414999978923e-05,
+   "host_backward_canary_seconds": 2.1865159999379104e-05,
    "pass_seconds": [
-    2.283047636349996e-05,
-    2.4159999652987436e-05,
-    3.235733136534691e-05
+    3.0678857827470414e-05,
+    3.29904779791832e-05,
+    4.62918086420922e-05
    ],
    "pass_host_canary_seconds": [
-    9.712680000006913e-06,
-    9.512029999996229e-06,
-    9.593395000138115e-06
+    1.0698414999978923e-05,
+    1.0396294999850397e-05,
+    1.2060654999856978e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5157055000258878e-05,
-    2.0829259999572968e-05,
-    1.8419835000145214e-05
+    2.1865159999379104e-05,
+    2.006631999961428e-05,
+    2.5606064999692537e-05
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 6.384914190996261e-05,
-   "min": 6.200381066827546e-05,
-   "max": 6.943085665504138e-05,
+   "seconds": 6.30582860183148e-05,
+   "min": 5.9046097809360136e-05,
+   "max": 6.480533558697927e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1496,9 +1496,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015676799416542054,
-    0.0003664959967136383,
-    0.0014401919841766358
+    0.00038627201318740847,
+    0.000561855971813202,
+    0.0017571200132369994
    ],
    "backward_nodes_per_layer": 2.0,
    "backward_ops": {
@@ -1506,28 +1506,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::convolution_backward": 1.0,
     "aten::detach": 0.3333333333333333
    },
-   "host_canary_seconds": 9.712680000006913e-06,
-   "host_backward_canary_seconds": 1.5157055000258878e-05,
+   "host_canary_seconds": 1.0698414999978923e-05,
+   "host_backward_canary_seconds": 2.1865159999379104e-05,
    "pass_seconds": [
-    6.384914190996261e-05,
-    6.943085665504138e-05,
-    6.200381066827546e-05
+    6.30582860183148e-05,
+    5.9046097809360136e-05,
+    6.480533558697927e-05
    ],
    "pass_host_canary_seconds": [
-    9.712680000006913e-06,
-    9.512029999996229e-06,
-    9.593395000138115e-06
+    1.0698414999978923e-05,
+    1.0396294999850397e-05,
+    1.2060654999856978e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5157055000258878e-05,
-    2.0829259999572968e-05,
-    1.8419835000145214e-05
+    2.1865159999379104e-05,
+    2.006631999961428e-05,
+    2.5606064999692537e-05
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 4.322057075443722e-05,
-   "min": 4.317637923217955e-05,
-   "max": 4.483733361675626e-05,
+   "seconds": 4.993143039090292e-05,
+   "min": 4.7020190883250464e-05,
+   "max": 5.8628573304130916e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1536,36 +1536,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.641599655151368e-05,
-    0.00023836800456047058,
-    0.0007714560031890869
+    0.00010070399940013886,
+    0.00025190401077270505,
+    0.0008501440286636352
    ],
    "forward_ops": {
     "aten::_to_copy": 1.0,
     "aten::convolution": 1.0
    },
-   "host_canary_seconds": 9.513219999917056e-06,
-   "host_backward_canary_seconds": 1.5497749999440202e-05,
+   "host_canary_seconds": 1.091785000028267e-05,
+   "host_backward_canary_seconds": 2.2910779999847364e-05,
    "pass_seconds": [
-    4.483733361675626e-05,
-    4.317637923217955e-05,
-    4.322057075443722e-05
+    4.993143039090292e-05,
+    4.7020190883250464e-05,
+    5.8628573304130916e-05
    ],
    "pass_host_canary_seconds": [
-    9.513219999917056e-06,
-    9.63765749986578e-06,
-    9.868884999946204e-06
+    1.091785000028267e-05,
+    1.0459742500188442e-05,
+    1.2070647499911047e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5497749999440202e-05,
-    2.0395549999534523e-05,
-    1.866700000050514e-05
+    2.2910779999847364e-05,
+    1.9860420000554768e-05,
+    2.4201939999670686e-05
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 0.00011280990250053861,
-   "min": 0.00010408609324977512,
-   "max": 0.0001551535264367149,
+   "seconds": 0.00011877180281139556,
+   "min": 0.00011004800633305595,
+   "max": 0.00017769829219295866,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1574,9 +1574,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004565120041370392,
-    0.0008644160032272339,
-    0.00267740797996521
+    0.00042422398924827574,
+    0.0010904639959335328,
+    0.003833120107650757
    ],
    "backward_nodes_per_layer": 3.0,
    "backward_ops": {
@@ -1585,28 +1585,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::convolution_backward": 1.0,
     "aten::detach": 0.3333333333333333
    },
-   "host_canary_seconds": 9.513219999917056e-06,
-   "host_backward_canary_seconds": 1.5497749999440202e-05,
+   "host_canary_seconds": 1.091785000028267e-05,
+   "host_backward_canary_seconds": 2.2910779999847364e-05,
    "pass_seconds": [
-    0.00010408609324977512,
-    0.0001551535264367149,
-    0.00011280990250053861
+    0.00017769829219295866,
+    0.00011004800633305595,
+    0.00011877180281139556
    ],
    "pass_host_canary_seconds": [
-    9.513219999917056e-06,
-    9.63765749986578e-06,
-    9.868884999946204e-06
+    1.091785000028267e-05,
+    1.0459742500188442e-05,
+    1.2070647499911047e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5497749999440202e-05,
-    2.0395549999534523e-05,
-    1.866700000050514e-05
+    2.2910779999847364e-05,
+    1.9860420000554768e-05,
+    2.4201939999670686e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.858057236387617e-05,
-   "min": 4.054018997010731e-05,
-   "max": 5.0968379846640995e-05,
+   "seconds": 4.7367619616644725e-05,
+   "min": 4.729066611755461e-05,
+   "max": 4.9711236996310095e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1615,35 +1615,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.116799801588058e-05,
-    0.0002046079933643341,
-    0.0007957760095596314
+    8.441600203514099e-05,
+    0.00017107200622558594,
+    0.0007764480113983155
    ],
    "forward_ops": {
     "aten::convolution": 1.0
    },
-   "host_canary_seconds": 1.0250390000123843e-05,
-   "host_backward_canary_seconds": 1.9359840000561234e-05,
+   "host_canary_seconds": 1.176622749994749e-05,
+   "host_backward_canary_seconds": 2.214831999992839e-05,
    "pass_seconds": [
-    4.858057236387617e-05,
-    4.054018997010731e-05,
-    5.0968379846640995e-05
+    4.7367619616644725e-05,
+    4.729066611755461e-05,
+    4.9711236996310095e-05
    ],
    "pass_host_canary_seconds": [
-    1.0250390000123843e-05,
-    9.91276999997126e-06,
-    1.0420059999773913e-05
+    1.176622749994749e-05,
+    1.0633552500109998e-05,
+    1.2416769999958887e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9359840000561234e-05,
-    2.0777660000135257e-05,
-    1.5921359999993e-05
+    2.214831999992839e-05,
+    1.995735499917828e-05,
+    2.3816510000642666e-05
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 8.980952699979146e-05,
-   "min": 4.2141713201999664e-05,
-   "max": 9.369523078203201e-05,
+   "seconds": 8.252038806676865e-05,
+   "min": 8.026895068940663e-05,
+   "max": 0.00010446019009465266,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1652,9 +1652,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000420991986989975,
-    0.0009533439874649048,
-    0.0025903038978576662
+    0.00046883198618888854,
+    0.0011606080532073975,
+    0.0024863359928131105
    ],
    "backward_nodes_per_layer": 3.0,
    "backward_ops": {
@@ -1662,28 +1662,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::convolution_backward": 1.0,
     "aten::detach": 1.0
    },
-   "host_canary_seconds": 1.0250390000123843e-05,
-   "host_backward_canary_seconds": 1.9359840000561234e-05,
+   "host_canary_seconds": 1.176622749994749e-05,
+   "host_backward_canary_seconds": 2.214831999992839e-05,
    "pass_seconds": [
-    9.369523078203201e-05,
-    8.980952699979146e-05,
-    4.2141713201999664e-05
+    8.026895068940663e-05,
+    8.252038806676865e-05,
+    0.00010446019009465266
    ],
    "pass_host_canary_seconds": [
-    1.0250390000123843e-05,
-    9.91276999997126e-06,
-    1.0420059999773913e-05
+    1.176622749994749e-05,
+    1.0633552500109998e-05,
+    1.2416769999958887e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9359840000561234e-05,
-    2.0777660000135257e-05,
-    1.5921359999993e-05
+    2.214831999992839e-05,
+    1.995735499917828e-05,
+    2.3816510000642666e-05
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 7.464533618518283e-05,
-   "min": 6.828647355238596e-05,
-   "max": 7.601980794043768e-05,
+   "seconds": 7.813028920264471e-05,
+   "min": 7.689905024710155e-05,
+   "max": 8.833218827134088e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1692,36 +1692,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014697599411010742,
-    0.00025731199979782106,
-    0.0012480319738388062
+    0.00013628800213336944,
+    0.0003860479891300201,
+    0.0012961280345916747
    ],
    "forward_ops": {
     "aten::_to_copy": 2.0,
     "aten::convolution": 1.0
    },
-   "host_canary_seconds": 9.617445000458247e-06,
-   "host_backward_canary_seconds": 1.8761829999220936e-05,
+   "host_canary_seconds": 1.1437070000113181e-05,
+   "host_backward_canary_seconds": 2.2070525000117412e-05,
    "pass_seconds": [
-    7.601980794043768e-05,
-    6.828647355238596e-05,
-    7.464533618518283e-05
+    7.689905024710155e-05,
+    7.813028920264471e-05,
+    8.833218827134088e-05
    ],
    "pass_host_canary_seconds": [
-    9.617445000458247e-06,
-    9.94805000004817e-06,
-    9.971139999720435e-06
+    1.1437070000113181e-05,
+    1.0654547500053012e-05,
+    1.2144192500045392e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8761829999220936e-05,
-    2.1073350000051503e-05,
-    1.4643979999391377e-05
+    2.2070525000117412e-05,
+    2.0664545000386167e-05,
+    2.332792499998959e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00011820646694728307,
-   "min": 8.419810448374068e-05,
-   "max": 0.00018919618002005988,
+   "seconds": 0.00017237637298447741,
+   "min": 0.00016451350989795866,
+   "max": 0.00017631236925011586,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1730,9 +1730,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0008021439909934998,
-    0.001331264019012451,
-    0.0032215681076049807
+    0.0005860800147056579,
+    0.0015283199548721314,
+    0.004279935836791992
    ],
    "backward_nodes_per_layer": 5.0,
    "backward_ops": {
@@ -1741,28 +1741,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::convolution_backward": 1.0,
     "aten::detach": 1.0
    },
-   "host_canary_seconds": 9.617445000458247e-06,
-   "host_backward_canary_seconds": 1.8761829999220936e-05,
+   "host_canary_seconds": 1.1437070000113181e-05,
+   "host_backward_canary_seconds": 2.2070525000117412e-05,
    "pass_seconds": [
-    8.419810448374068e-05,
-    0.00018919618002005988,
-    0.00011820646694728307
+    0.00016451350989795866,
+    0.00017237637298447741,
+    0.00017631236925011586
    ],
    "pass_host_canary_seconds": [
-    9.617445000458247e-06,
-    9.94805000004817e-06,
-    9.971139999720435e-06
+    1.1437070000113181e-05,
+    1.0654547500053012e-05,
+    1.2144192500045392e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8761829999220936e-05,
-    2.1073350000051503e-05,
-    1.4643979999391377e-05
+    2.2070525000117412e-05,
+    2.0664545000386167e-05,
+    2.332792499998959e-05
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 2.9020191125926517e-05,
-   "min": 2.681295272140276e-05,
-   "max": 3.057371221837543e-05,
+   "seconds": 3.108419052192143e-05,
+   "min": 2.7705143604959765e-05,
+   "max": 3.257523902824947e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1771,35 +1771,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.337600037455559e-05,
-    0.00012550400197505952,
-    0.0004528000056743622
+    4.915200173854828e-05,
+    0.0001467519998550415,
+    0.0005168640017509461
    ],
    "forward_ops": {
     "aten::convolution": 1.0
    },
-   "host_canary_seconds": 9.727970000028562e-06,
-   "host_backward_canary_seconds": 1.4990985000622459e-05,
+   "host_canary_seconds": 1.0954137500220896e-05,
+   "host_backward_canary_seconds": 2.1399055000301815e-05,
    "pass_seconds": [
-    2.681295272140276e-05,
-    2.9020191125926517e-05,
-    3.057371221837543e-05
+    3.108419052192143e-05,
+    3.257523902824947e-05,
+    2.7705143604959765e-05
    ],
    "pass_host_canary_seconds": [
-    9.727970000028562e-06,
-    9.906324999917615e-06,
-    9.387674999743467e-06
+    1.0954137500220896e-05,
+    1.0988957500046581e-05,
+    1.2018522500056861e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4990985000622459e-05,
-    2.013172999966173e-05,
-    1.4502050000828603e-05
+    2.1399055000301815e-05,
+    2.0509289999495195e-05,
+    2.2967559999642617e-05
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 5.650743079327401e-05,
-   "min": 3.0998098708334424e-05,
-   "max": 9.564875900035813e-05,
+   "seconds": 6.701486025537763e-05,
+   "min": 6.504075938747043e-05,
+   "max": 9.414475517613544e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1808,9 +1808,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019439999759197235,
-    0.0004589119851589203,
-    0.0014490560293197632
+    0.00023494400084018708,
+    0.0006007680296897888,
+    0.0017302720546722413
    ],
    "backward_nodes_per_layer": 2.0,
    "backward_ops": {
@@ -1818,28 +1818,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::convolution_backward": 1.0,
     "aten::detach": 0.3333333333333333
    },
-   "host_canary_seconds": 9.727970000028562e-06,
-   "host_backward_canary_seconds": 1.4990985000622459e-05,
+   "host_canary_seconds": 1.0954137500220896e-05,
+   "host_backward_canary_seconds": 2.1399055000301815e-05,
    "pass_seconds": [
-    5.650743079327401e-05,
-    9.564875900035813e-05,
-    3.0998098708334424e-05
+    6.701486025537763e-05,
+    6.504075938747043e-05,
+    9.414475517613544e-05
    ],
    "pass_host_canary_seconds": [
-    9.727970000028562e-06,
-    9.906324999917615e-06,
-    9.387674999743467e-06
+    1.0954137500220896e-05,
+    1.0988957500046581e-05,
+    1.2018522500056861e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4990985000622459e-05,
-    2.013172999966173e-05,
-    1.4502050000828603e-05
+    2.1399055000301815e-05,
+    2.0509289999495195e-05,
+    2.2967559999642617e-05
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 3.003809494631631e-05,
-   "min": 2.7638096539747142e-05,
-   "max": 4.397561862355187e-05,
+   "seconds": 5.816685550269626e-05,
+   "min": 5.0280380816686724e-05,
+   "max": 6.245638004371099e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1848,36 +1848,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.899199634790421e-05,
-    0.00025939199328422547,
-    0.0005193920135498046
+    0.00010335999727249146,
+    0.00026208001375198364,
+    0.0008601920008659363
    ],
    "forward_ops": {
     "aten::_to_copy": 1.0,
     "aten::convolution": 1.0
    },
-   "host_canary_seconds": 9.96269999973265e-06,
-   "host_backward_canary_seconds": 1.5836029999718447e-05,
+   "host_canary_seconds": 1.1270774999729838e-05,
+   "host_backward_canary_seconds": 2.138055000045824e-05,
    "pass_seconds": [
-    2.7638096539747142e-05,
-    4.397561862355187e-05,
-    3.003809494631631e-05
+    5.0280380816686724e-05,
+    5.816685550269626e-05,
+    6.245638004371099e-05
    ],
    "pass_host_canary_seconds": [
-    9.96269999973265e-06,
-    1.0224449999896023e-05,
-    7.203760000038528e-06
+    1.1270774999729838e-05,
+    1.1060890000180734e-05,
+    1.2292515000353888e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5836029999718447e-05,
-    2.041358000042237e-05,
-    1.6905925000401113e-05
+    2.138055000045824e-05,
+    2.1584230000257774e-05,
+    2.4246159999847804e-05
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 0.0001344060919114522,
-   "min": 0.000130231611430645,
-   "max": 0.0001357081929842631,
+   "seconds": 0.0001487672336044766,
+   "min": 0.0001428799969809396,
+   "max": 0.00015816151847441992,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1886,9 +1886,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000312608003616333,
-    0.0009944000244140625,
-    0.0027500479221343995
+    0.00039315199851989747,
+    0.0010494400262832642,
+    0.003316159963607788
    ],
    "backward_nodes_per_layer": 3.0,
    "backward_ops": {
@@ -1897,28 +1897,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::convolution_backward": 1.0,
     "aten::detach": 0.3333333333333333
    },
-   "host_canary_seconds": 9.96269999973265e-06,
-   "host_backward_canary_seconds": 1.5836029999718447e-05,
+   "host_canary_seconds": 1.1270774999729838e-05,
+   "host_backward_canary_seconds": 2.138055000045824e-05,
    "pass_seconds": [
-    0.000130231611430645,
-    0.0001357081929842631,
-    0.0001344060919114522
+    0.0001428799969809396,
+    0.00015816151847441992,
+    0.0001487672336044766
    ],
    "pass_host_canary_seconds": [
-    9.96269999973265e-06,
-    1.0224449999896023e-05,
-    7.203760000038528e-06
+    1.1270774999729838e-05,
+    1.1060890000180734e-05,
+    1.2292515000353888e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5836029999718447e-05,
-    2.041358000042237e-05,
-    1.6905925000401113e-05
+    2.138055000045824e-05,
+    2.1584230000257774e-05,
+    2.4246159999847804e-05
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 5.482666549228487e-05,
-   "min": 3.652799945502055e-05,
-   "max": 7.059199966135478e-05,
+   "seconds": 7.55733297694297e-05,
+   "min": 7.045943183558328e-05,
+   "max": 9.272076189517975e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1927,36 +1927,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.267199873924255e-05,
-    0.00015039999783039094,
-    0.0005966399908065796
+    0.0001010880023241043,
+    0.0002934719920158386,
+    0.0011516480445861817
    ],
    "forward_ops": {
     "aten::add_": 1.0,
     "aten::cudnn_batch_norm": 1.0
    },
-   "host_canary_seconds": 7.008140000266394e-06,
-   "host_backward_canary_seconds": 1.809754000078101e-05,
+   "host_canary_seconds": 1.1195710000038161e-05,
+   "host_backward_canary_seconds": 2.0738279999932274e-05,
    "pass_seconds": [
-    3.652799945502055e-05,
-    5.482666549228487e-05,
-    7.059199966135478e-05
+    7.045943183558328e-05,
+    7.55733297694297e-05,
+    9.272076189517975e-05
    ],
    "pass_host_canary_seconds": [
-    7.008140000266394e-06,
-    9.928564999768241e-06,
-    1.0134435000281882e-05
+    1.1195710000038161e-05,
+    1.106916750018172e-05,
+    1.2164870000219707e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.809754000078101e-05,
-    1.8438609999975596e-05,
-    1.7383609999797046e-05
+    2.0738279999932274e-05,
+    2.1364229999676355e-05,
+    2.3542249999763952e-05
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 5.340877104373208e-05,
-   "min": 4.504533183007013e-05,
-   "max": 7.432533197459718e-05,
+   "seconds": 5.111086581434523e-05,
+   "min": 4.2863239135060996e-05,
+   "max": 7.330286183527537e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1965,9 +1965,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018425600230693816,
-    0.00044284799695014956,
-    0.0018223999738693237
+    0.0003221440017223358,
+    0.0010109759569168091,
+    0.0021382720470428467
    ],
    "backward_nodes_per_layer": 3.0,
    "backward_ops": {
@@ -1975,28 +1975,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::cudnn_batch_norm_backward": 1.0,
     "aten::detach": 1.0
    },
-   "host_canary_seconds": 7.008140000266394e-06,
-   "host_backward_canary_seconds": 1.809754000078101e-05,
+   "host_canary_seconds": 1.1195710000038161e-05,
+   "host_backward_canary_seconds": 2.0738279999932274e-05,
    "pass_seconds": [
-    7.432533197459718e-05,
-    4.504533183007013e-05,
-    5.340877104373208e-05
+    4.2863239135060996e-05,
+    7.330286183527537e-05,
+    5.111086581434523e-05
    ],
    "pass_host_canary_seconds": [
-    7.008140000266394e-06,
-    9.928564999768241e-06,
-    1.0134435000281882e-05
+    1.1195710000038161e-05,
+    1.106916750018172e-05,
+    1.2164870000219707e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.809754000078101e-05,
-    1.8438609999975596e-05,
-    1.7383609999797046e-05
+    2.0738279999932274e-05,
+    2.1364229999676355e-05,
+    2.3542249999763952e-05
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 5.552685580083302e-05,
-   "min": 4.525028701339449e-05,
-   "max": 7.642894841375806e-05,
+   "seconds": 6.733790607679458e-05,
+   "min": 6.216838388215929e-05,
+   "max": 7.433752076966421e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2005,36 +2005,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.675200164318084e-05,
-    0.00021958400309085845,
-    0.0007512000203132629
+    0.00010969600081443786,
+    0.00029865598678588867,
+    0.0010430400371551514
    ],
    "forward_ops": {
     "aten::add_": 1.0,
     "aten::cudnn_batch_norm": 1.0
    },
-   "host_canary_seconds": 7.61152499990203e-06,
-   "host_backward_canary_seconds": 1.8206039999313362e-05,
+   "host_canary_seconds": 1.1565794999910394e-05,
+   "host_backward_canary_seconds": 2.0842669999865394e-05,
    "pass_seconds": [
-    4.525028701339449e-05,
-    5.552685580083302e-05,
-    7.642894841375806e-05
+    6.216838388215929e-05,
+    7.433752076966421e-05,
+    6.733790607679458e-05
    ],
    "pass_host_canary_seconds": [
-    7.61152499990203e-06,
-    9.750870000289068e-06,
-    7.553979999670446e-06
+    1.1565794999910394e-05,
+    1.1156080000205292e-05,
+    1.2128204999726223e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8206039999313362e-05,
-    1.489023999965866e-05,
-    1.828808000027493e-05
+    2.0842669999865394e-05,
+    2.12306899993564e-05,
+    2.4215209999738364e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 5.2806097481931966e-05,
-   "min": 3.738742782956076e-05,
-   "max": 7.747810263009297e-05,
+   "seconds": 7.79298955485934e-05,
+   "min": 6.74247727507637e-05,
+   "max": 0.00010767847157659985,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2043,9 +2043,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023929600417613983,
-    0.0007118399739265441,
-    0.0021150081157684324
+    0.0003197120130062103,
+    0.0007583360075950622,
+    0.002427295923233032
    ],
    "backward_nodes_per_layer": 3.0,
    "backward_ops": {
@@ -2053,28 +2053,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::cudnn_batch_norm_backward": 1.0,
     "aten::detach": 1.0
    },
-   "host_canary_seconds": 7.61152499990203e-06,
-   "host_backward_canary_seconds": 1.8206039999313362e-05,
+   "host_canary_seconds": 1.1565794999910394e-05,
+   "host_backward_canary_seconds": 2.0842669999865394e-05,
    "pass_seconds": [
-    7.747810263009297e-05,
-    5.2806097481931966e-05,
-    3.738742782956076e-05
+    7.79298955485934e-05,
+    6.74247727507637e-05,
+    0.00010767847157659985
    ],
    "pass_host_canary_seconds": [
-    7.61152499990203e-06,
-    9.750870000289068e-06,
-    7.553979999670446e-06
+    1.1565794999910394e-05,
+    1.1156080000205292e-05,
+    1.2128204999726223e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8206039999313362e-05,
-    1.489023999965866e-05,
-    1.828808000027493e-05
+    2.0842669999865394e-05,
+    2.12306899993564e-05,
+    2.4215209999738364e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.659809607125464e-05,
-   "min": 1.789181023126557e-05,
-   "max": 2.972342836714926e-05,
+   "seconds": 3.0110475208078113e-05,
+   "min": 2.9478856672843298e-05,
+   "max": 3.163200137870652e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2083,35 +2083,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.187200054526329e-05,
-    0.00013315199315547943,
-    0.0004817599952220917
+    6.57920017838478e-05,
+    9.862399846315384e-05,
+    0.000489439994096756
    ],
    "forward_ops": {
     "aten::native_layer_norm": 1.0
    },
-   "host_canary_seconds": 1.0346260000346774e-05,
-   "host_backward_canary_seconds": 1.9926200000099925e-05,
+   "host_canary_seconds": 1.2125159999527568e-05,
+   "host_backward_canary_seconds": 2.1012419999806297e-05,
    "pass_seconds": [
-    2.972342836714926e-05,
-    2.659809607125464e-05,
-    1.789181023126557e-05
+    2.9478856672843298e-05,
+    3.0110475208078113e-05,
+    3.163200137870652e-05
    ],
    "pass_host_canary_seconds": [
-    1.0346260000346774e-05,
-    9.91096000007019e-06,
-    7.457059999751436e-06
+    1.2125159999527568e-05,
+    1.1079675000189581e-05,
+    1.1963292500070111e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9926200000099925e-05,
-    1.7652190000490008e-05,
-    1.808443000072657e-05
+    2.1012419999806297e-05,
+    2.1382140000127945e-05,
+    2.3553925000214804e-05
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 5.174857360266505e-05,
-   "min": 4.947809218650774e-05,
-   "max": 5.214324114578111e-05,
+   "seconds": 6.614628469660167e-05,
+   "min": 5.979352675023533e-05,
+   "max": 7.187733107379504e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2120,9 +2120,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002399040013551712,
-    0.0005682560205459595,
-    0.0014954880475997925
+    0.00017001600563526154,
+    0.0005199040174484253,
+    0.001705631971359253
    ],
    "backward_nodes_per_layer": 3.0,
    "backward_ops": {
@@ -2130,28 +2130,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": 1.0,
     "aten::native_layer_norm_backward": 1.0
    },
-   "host_canary_seconds": 1.0346260000346774e-05,
-   "host_backward_canary_seconds": 1.9926200000099925e-05,
+   "host_canary_seconds": 1.2125159999527568e-05,
+   "host_backward_canary_seconds": 2.1012419999806297e-05,
    "pass_seconds": [
-    5.214324114578111e-05,
-    5.174857360266505e-05,
-    4.947809218650774e-05
+    7.187733107379504e-05,
+    6.614628469660167e-05,
+    5.979352675023533e-05
    ],
    "pass_host_canary_seconds": [
-    1.0346260000346774e-05,
-    9.91096000007019e-06,
-    7.457059999751436e-06
+    1.2125159999527568e-05,
+    1.1079675000189581e-05,
+    1.1963292500070111e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9926200000099925e-05,
-    1.7652190000490008e-05,
-    1.808443000072657e-05
+    2.1012419999806297e-05,
+    2.1382140000127945e-05,
+    2.3553925000214804e-05
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 2.87923827057793e-05,
-   "min": 2.637104814251264e-05,
-   "max": 2.9685335145110175e-05,
+   "seconds": 2.9312763185728163e-05,
+   "min": 2.4480000493072325e-05,
+   "max": 3.452723757142113e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2160,35 +2160,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.420799881219864e-05,
-    0.0001646080017089844,
-    0.0005199360251426697
+    6.880000233650208e-05,
+    0.0001679999977350235,
+    0.0005852479934692383
    ],
    "forward_ops": {
     "aten::native_layer_norm": 1.0
    },
-   "host_canary_seconds": 1.0097474999497536e-05,
-   "host_backward_canary_seconds": 1.6662909999922703e-05,
+   "host_canary_seconds": 1.1486027499927331e-05,
+   "host_backward_canary_seconds": 2.2278925000023266e-05,
    "pass_seconds": [
-    2.9685335145110175e-05,
-    2.637104814251264e-05,
-    2.87923827057793e-05
+    3.452723757142113e-05,
+    2.4480000493072325e-05,
+    2.9312763185728163e-05
    ],
    "pass_host_canary_seconds": [
-    1.0097474999497536e-05,
-    9.887842500120313e-06,
-    1.0150370000019394e-05
+    1.1486027499927331e-05,
+    1.0710047499742359e-05,
+    1.2229744999672221e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6662909999922703e-05,
-    1.7880289999538945e-05,
-    1.818398999944293e-05
+    2.2278925000023266e-05,
+    2.046591000066655e-05,
+    2.386967999996159e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 4.8371045717171275e-05,
-   "min": 4.7960380713144924e-05,
-   "max": 5.049371240394456e-05,
+   "seconds": 6.325104868128187e-05,
+   "min": 5.7061330548354545e-05,
+   "max": 7.659504740011126e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2197,9 +2197,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002603200078010559,
-    0.0005501760244369507,
-    0.001449728012084961
+    0.0003338879942893982,
+    0.0006630719900131226,
+    0.0017258559465408326
    ],
    "backward_nodes_per_layer": 3.0,
    "backward_ops": {
@@ -2207,28 +2207,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": 1.0,
     "aten::native_layer_norm_backward": 1.0
    },
-   "host_canary_seconds": 1.0097474999497536e-05,
-   "host_backward_canary_seconds": 1.6662909999922703e-05,
+   "host_canary_seconds": 1.1486027499927331e-05,
+   "host_backward_canary_seconds": 2.2278925000023266e-05,
    "pass_seconds": [
-    4.8371045717171275e-05,
-    5.049371240394456e-05,
-    4.7960380713144924e-05
+    5.7061330548354545e-05,
+    6.325104868128187e-05,
+    7.659504740011126e-05
    ],
    "pass_host_canary_seconds": [
-    1.0097474999497536e-05,
-    9.887842500120313e-06,
-    1.0150370000019394e-05
+    1.1486027499927331e-05,
+    1.0710047499742359e-05,
+    1.2229744999672221e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6662909999922703e-05,
-    1.7880289999538945e-05,
-    1.818398999944293e-05
+    2.2278925000023266e-05,
+    2.046591000066655e-05,
+    2.386967999996159e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 5.161980752434049e-05,
-   "min": 4.790323866265161e-05,
-   "max": 5.5186284085114804e-05,
+   "seconds": 6.139809585043363e-05,
+   "min": 5.433828773952666e-05,
+   "max": 6.373637879178636e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2237,36 +2237,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.926400005817413e-05,
-    0.00024822400510311125,
-    0.0009081919789314271
+    0.0001085439994931221,
+    0.00028329598903656004,
+    0.0010591039657592773
    ],
    "forward_ops": {
     "aten::detach": 2.0,
     "aten::native_group_norm": 1.0
    },
-   "host_canary_seconds": 9.976742500157343e-06,
-   "host_backward_canary_seconds": 1.6582619999780945e-05,
+   "host_canary_seconds": 1.1820372499755649e-05,
+   "host_backward_canary_seconds": 2.2193624999999884e-05,
    "pass_seconds": [
-    5.5186284085114804e-05,
-    4.790323866265161e-05,
-    5.161980752434049e-05
+    6.373637879178636e-05,
+    6.139809585043363e-05,
+    5.433828773952666e-05
    ],
    "pass_host_canary_seconds": [
-    9.976742500157343e-06,
-    9.832447499888985e-06,
-    9.728905000088162e-06
+    1.1820372499755649e-05,
+    1.0560730000293006e-05,
+    1.239689500039276e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6582619999780945e-05,
-    1.8408505000024888e-05,
-    1.7332910000504854e-05
+    2.2193624999999884e-05,
+    2.023415999929057e-05,
+    2.5034610000602698e-05
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 8.531353125969566e-05,
-   "min": 7.965943394672304e-05,
-   "max": 9.429333642834714e-05,
+   "seconds": 0.00011642057874373031,
+   "min": 8.87306589810621e-05,
+   "max": 0.0001335984752291725,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2275,9 +2275,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003240639865398407,
-    0.0008364160060882568,
-    0.002382688045501709
+    0.0003787519931793213,
+    0.0010796799659729005,
+    0.0031345920562744142
    ],
    "backward_nodes_per_layer": 3.0,
    "backward_ops": {
@@ -2285,28 +2285,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": 3.0,
     "aten::native_group_norm_backward": 1.0
    },
-   "host_canary_seconds": 9.976742500157343e-06,
-   "host_backward_canary_seconds": 1.6582619999780945e-05,
+   "host_canary_seconds": 1.1820372499755649e-05,
+   "host_backward_canary_seconds": 2.2193624999999884e-05,
    "pass_seconds": [
-    7.965943394672304e-05,
-    8.531353125969566e-05,
-    9.429333642834714e-05
+    0.00011642057874373031,
+    8.87306589810621e-05,
+    0.0001335984752291725
    ],
    "pass_host_canary_seconds": [
-    9.976742500157343e-06,
-    9.832447499888985e-06,
-    9.728905000088162e-06
+    1.1820372499755649e-05,
+    1.0560730000293006e-05,
+    1.239689500039276e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6582619999780945e-05,
-    1.8408505000024888e-05,
-    1.7332910000504854e-05
+    2.2193624999999884e-05,
+    2.023415999929057e-05,
+    2.5034610000602698e-05
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 5.226819004331317e-05,
-   "min": 4.9144381213755837e-05,
-   "max": 5.538133460850943e-05,
+   "seconds": 5.7696763958249774e-05,
+   "min": 5.6005334215504776e-05,
+   "max": 7.901485761006673e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2315,36 +2315,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010543999820947647,
-    0.00026102399826049807,
-    0.0009326400160789489
+    9.625600278377533e-05,
+    0.00039056000113487244,
+    0.0010021120309829713
    ],
    "forward_ops": {
     "aten::detach": 2.0,
     "aten::native_group_norm": 1.0
    },
-   "host_canary_seconds": 9.83407999967767e-06,
-   "host_backward_canary_seconds": 1.7229459999725804e-05,
+   "host_canary_seconds": 1.0999099999935425e-05,
+   "host_backward_canary_seconds": 2.1997080000346614e-05,
    "pass_seconds": [
-    5.538133460850943e-05,
-    4.9144381213755837e-05,
-    5.226819004331317e-05
+    5.7696763958249774e-05,
+    5.6005334215504776e-05,
+    7.901485761006673e-05
    ],
    "pass_host_canary_seconds": [
-    9.83407999967767e-06,
-    9.76597250001987e-06,
-    9.78672999963237e-06
+    1.0999099999935425e-05,
+    1.0239440000248125e-05,
+    1.2567829999738933e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7229459999725804e-05,
-    1.5460110000162785e-05,
-    1.6758609999669715e-05
+    2.1997080000346614e-05,
+    1.97876750002024e-05,
+    2.3911690000204544e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 8.818133565641583e-05,
-   "min": 7.690666012820745e-05,
-   "max": 9.553372008459908e-05,
+   "seconds": 0.00010813866378295991,
+   "min": 0.00010725713343847366,
+   "max": 0.00011834818124771117,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2353,9 +2353,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003909119963645935,
-    0.0009040639996528625,
-    0.0025718400478363036
+    0.00041900798678398134,
+    0.001032863974571228,
+    0.0030882558822631838
    ],
    "backward_nodes_per_layer": 3.0,
    "backward_ops": {
@@ -2363,28 +2363,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": 3.0,
     "aten::native_group_norm_backward": 1.0
    },
-   "host_canary_seconds": 9.83407999967767e-06,
-   "host_backward_canary_seconds": 1.7229459999725804e-05,
+   "host_canary_seconds": 1.0999099999935425e-05,
+   "host_backward_canary_seconds": 2.1997080000346614e-05,
    "pass_seconds": [
-    8.818133565641583e-05,
-    7.690666012820745e-05,
-    9.553372008459908e-05
+    0.00011834818124771117,
+    0.00010813866378295991,
+    0.00010725713343847366
    ],
    "pass_host_canary_seconds": [
-    9.83407999967767e-06,
-    9.76597250001987e-06,
-    9.78672999963237e-06
+    1.0999099999935425e-05,
+    1.0239440000248125e-05,
+    1.2567829999738933e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7229459999725804e-05,
-    1.5460110000162785e-05,
-    1.6758609999669715e-05
+    2.1997080000346614e-05,
+    1.97876750002024e-05,
+    2.3911690000204544e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.5962665634495874e-05,
-   "min": 9.778285310381935e-06,
-   "max": 1.6642284712621142e-05,
+   "seconds": 1.5931428365764163e-05,
+   "min": 1.1337142437696458e-05,
+   "max": 1.8039618574437638e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2393,36 +2393,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.516799956560135e-05,
-    7.859200239181519e-05,
-    0.0002731199860572815
+    3.5679999738931656e-05,
+    8.271999657154083e-05,
+    0.000274399995803833
    ],
    "forward_ops": {
     "aten::detach": 1.0,
     "aten::relu": 1.0
    },
-   "host_canary_seconds": 9.955720000220935e-06,
-   "host_backward_canary_seconds": 1.7868929999167448e-05,
+   "host_canary_seconds": 1.13401599998042e-05,
+   "host_backward_canary_seconds": 2.0997190000002774e-05,
    "pass_seconds": [
-    1.5962665634495874e-05,
-    9.778285310381935e-06,
-    1.6642284712621142e-05
+    1.5931428365764163e-05,
+    1.1337142437696458e-05,
+    1.8039618574437638e-05
    ],
    "pass_host_canary_seconds": [
-    9.955720000220935e-06,
-    9.798594999779198e-06,
-    9.888359999763453e-06
+    1.13401599998042e-05,
+    8.669840000266049e-06,
+    1.2402885000142305e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7868929999167448e-05,
-    1.80768600000647e-05,
-    1.6988664999644246e-05
+    2.0997190000002774e-05,
+    1.8825380000180302e-05,
+    2.321177999988322e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.3616000122967228e-05,
-   "min": 2.2377905746301013e-05,
-   "max": 3.261790672938029e-05,
+   "seconds": 2.923962101340294e-05,
+   "min": 2.906285829487302e-05,
+   "max": 3.75466685564745e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2431,9 +2431,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014444799721240997,
-    0.0002463040053844452,
-    0.0007151679992675781
+    0.0001485760062932968,
+    0.0002897279858589172,
+    0.000944320023059845
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -2441,28 +2441,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": 0.6666666666666666,
     "aten::threshold_backward": 1.0
    },
-   "host_canary_seconds": 9.955720000220935e-06,
-   "host_backward_canary_seconds": 1.7868929999167448e-05,
+   "host_canary_seconds": 1.13401599998042e-05,
+   "host_backward_canary_seconds": 2.0997190000002774e-05,
    "pass_seconds": [
-    2.2377905746301013e-05,
-    3.261790672938029e-05,
-    2.3616000122967228e-05
+    3.75466685564745e-05,
+    2.923962101340294e-05,
+    2.906285829487302e-05
    ],
    "pass_host_canary_seconds": [
-    9.955720000220935e-06,
-    9.798594999779198e-06,
-    9.888359999763453e-06
+    1.13401599998042e-05,
+    8.669840000266049e-06,
+    1.2402885000142305e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7868929999167448e-05,
-    1.80768600000647e-05,
-    1.6988664999644246e-05
+    2.0997190000002774e-05,
+    1.8825380000180302e-05,
+    2.321177999988322e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.6239238636834277e-05,
-   "min": 1.5932951477311906e-05,
-   "max": 1.6296381574301494e-05,
+   "seconds": 1.7920762300491337e-05,
+   "min": 1.692495211249306e-05,
+   "max": 2.1640380046197345e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2471,36 +2471,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.385600030422211e-05,
-    0.00011004800349473953,
-    0.0003007360100746155
+    5.478399991989136e-05,
+    0.00010694400221109391,
+    0.00037513598799705506
    ],
    "forward_ops": {
     "aten::detach": 1.0,
     "aten::relu": 1.0
    },
-   "host_canary_seconds": 1.0271280000040407e-05,
-   "host_backward_canary_seconds": 1.8063224999878002e-05,
+   "host_canary_seconds": 1.1810464999939541e-05,
+   "host_backward_canary_seconds": 2.1385740000141594e-05,
    "pass_seconds": [
-    1.6296381574301494e-05,
-    1.5932951477311906e-05,
-    1.6239238636834277e-05
+    2.1640380046197345e-05,
+    1.7920762300491337e-05,
+    1.692495211249306e-05
    ],
    "pass_host_canary_seconds": [
-    1.0271280000040407e-05,
-    9.885129999815945e-06,
-    9.803279999971438e-06
+    1.1810464999939541e-05,
+    1.059848000011243e-05,
+    1.2076667499911763e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8063224999878002e-05,
-    1.8750334999708687e-05,
-    1.726149499972962e-05
+    2.1385740000141594e-05,
+    1.9434179999962e-05,
+    2.4853364999444237e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.5413330821763906e-05,
-   "min": 2.390323951840401e-05,
-   "max": 2.7286094746419365e-05,
+   "seconds": 2.4420573065678275e-05,
+   "min": 9.62895261389869e-06,
+   "max": 2.5657902161280307e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2509,9 +2509,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019689600169658662,
-    0.0003377920091152191,
-    0.0008540160059928894
+    0.0002672640085220337,
+    0.0003994880020618439,
+    0.0009561920166015625
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -2519,28 +2519,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": 0.6666666666666666,
     "aten::threshold_backward": 1.0
    },
-   "host_canary_seconds": 1.0271280000040407e-05,
-   "host_backward_canary_seconds": 1.8063224999878002e-05,
+   "host_canary_seconds": 1.1810464999939541e-05,
+   "host_backward_canary_seconds": 2.1385740000141594e-05,
    "pass_seconds": [
-    2.7286094746419365e-05,
-    2.390323951840401e-05,
-    2.5413330821763906e-05
+    2.4420573065678275e-05,
+    2.5657902161280307e-05,
+    9.62895261389869e-06
    ],
    "pass_host_canary_seconds": [
-    1.0271280000040407e-05,
-    9.885129999815945e-06,
-    9.803279999971438e-06
+    1.1810464999939541e-05,
+    1.059848000011243e-05,
+    1.2076667499911763e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8063224999878002e-05,
-    1.8750334999708687e-05,
-    1.726149499972962e-05
+    2.1385740000141594e-05,
+    1.9434179999962e-05,
+    2.4853364999444237e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.4804570980015255e-05,
-   "min": 1.476723789459183e-05,
-   "max": 1.5684570584978375e-05,
+   "seconds": 1.6175237972111926e-05,
+   "min": 1.5692953375123796e-05,
+   "max": 1.7226666566871463e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2549,35 +2549,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.4752000123262405e-05,
-    7.846400141716004e-05,
-    0.0002560639977455139
+    3.903999924659729e-05,
+    8.150400221347808e-05,
+    0.0002943679988384247
    ],
    "forward_ops": {
     "aten::gelu": 1.0
    },
-   "host_canary_seconds": 1.023346250008217e-05,
-   "host_backward_canary_seconds": 1.8401780000090184e-05,
+   "host_canary_seconds": 1.1856185000169717e-05,
+   "host_backward_canary_seconds": 2.206041999897934e-05,
    "pass_seconds": [
-    1.476723789459183e-05,
-    1.4804570980015255e-05,
-    1.5684570584978375e-05
+    1.7226666566871463e-05,
+    1.6175237972111926e-05,
+    1.5692953375123796e-05
    ],
    "pass_host_canary_seconds": [
-    1.023346250008217e-05,
-    1.0282519999691431e-05,
-    1.0017234999963874e-05
+    1.1856185000169717e-05,
+    1.0615137499598859e-05,
+    1.1735724999937247e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8401780000090184e-05,
-    1.9023419999939504e-05,
-    1.765746999979001e-05
+    2.206041999897934e-05,
+    2.069994499947825e-05,
+    2.458572499961065e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.4164571648552307e-05,
-   "min": 2.2313143703199566e-05,
-   "max": 2.565485824431692e-05,
+   "seconds": 3.2441142236902605e-05,
+   "min": 3.211733503710656e-05,
+   "max": 3.525561981257938e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2586,9 +2586,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016678400337696075,
-    0.00029583999514579774,
-    0.0007757120132446289
+    0.00018134400248527528,
+    0.0003253439962863922,
+    0.0009640960097312927
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -2596,28 +2596,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": -0.3333333333333333,
     "aten::gelu_backward": 1.0
    },
-   "host_canary_seconds": 1.023346250008217e-05,
-   "host_backward_canary_seconds": 1.8401780000090184e-05,
+   "host_canary_seconds": 1.1856185000169717e-05,
+   "host_backward_canary_seconds": 2.206041999897934e-05,
    "pass_seconds": [
-    2.565485824431692e-05,
-    2.2313143703199566e-05,
-    2.4164571648552307e-05
+    3.525561981257938e-05,
+    3.211733503710656e-05,
+    3.2441142236902605e-05
    ],
    "pass_host_canary_seconds": [
-    1.023346250008217e-05,
-    1.0282519999691431e-05,
-    1.0017234999963874e-05
+    1.1856185000169717e-05,
+    1.0615137499598859e-05,
+    1.1735724999937247e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8401780000090184e-05,
-    1.9023419999939504e-05,
-    1.765746999979001e-05
+    2.206041999897934e-05,
+    2.069994499947825e-05,
+    2.458572499961065e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.3738667503708885e-05,
-   "min": 1.028190464490936e-05,
-   "max": 1.4040381780692509e-05,
+   "seconds": 1.742704798068319e-05,
+   "min": 1.6490667348816283e-05,
+   "max": 2.0115048580226443e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2626,35 +2626,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.302400141954422e-05,
-    9.942399710416794e-05,
-    0.0002608320116996765
+    5.660799890756607e-05,
+    0.00010630399733781814,
+    0.0003547840118408203
    ],
    "forward_ops": {
     "aten::gelu": 1.0
    },
-   "host_canary_seconds": 7.527590000222517e-06,
-   "host_backward_canary_seconds": 1.879301000030864e-05,
+   "host_canary_seconds": 1.0665054999776657e-05,
+   "host_backward_canary_seconds": 2.192450000052304e-05,
    "pass_seconds": [
-    1.3738667503708885e-05,
-    1.4040381780692509e-05,
-    1.028190464490936e-05
+    2.0115048580226443e-05,
+    1.742704798068319e-05,
+    1.6490667348816283e-05
    ],
    "pass_host_canary_seconds": [
-    7.527590000222517e-06,
-    8.374477500012745e-06,
-    7.565399999975852e-06
+    1.0665054999776657e-05,
+    1.0585439999886148e-05,
+    1.2343985000029534e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.879301000030864e-05,
-    1.841636000051494e-05,
-    1.8153119999624323e-05
+    2.192450000052304e-05,
+    2.0537039999908303e-05,
+    2.398270500009403e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.5668568909168248e-05,
-   "min": 1.644266662853105e-05,
-   "max": 3.6253712893951506e-05,
+   "seconds": 3.4258285980849044e-05,
+   "min": 2.5747049245096393e-05,
+   "max": 4.002895099776131e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2663,9 +2663,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000204352006316185,
-    0.00027526399493217466,
-    0.0006505280137062073
+    0.0001690240055322647,
+    0.000371071994304657,
+    0.000997600018978119
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -2673,28 +2673,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": -0.3333333333333333,
     "aten::gelu_backward": 1.0
    },
-   "host_canary_seconds": 7.527590000222517e-06,
-   "host_backward_canary_seconds": 1.879301000030864e-05,
+   "host_canary_seconds": 1.0665054999776657e-05,
+   "host_backward_canary_seconds": 2.192450000052304e-05,
    "pass_seconds": [
-    1.644266662853105e-05,
-    2.5668568909168248e-05,
-    3.6253712893951506e-05
+    3.4258285980849044e-05,
+    2.5747049245096393e-05,
+    4.002895099776131e-05
    ],
    "pass_host_canary_seconds": [
-    7.527590000222517e-06,
-    8.374477500012745e-06,
-    7.565399999975852e-06
+    1.0665054999776657e-05,
+    1.0585439999886148e-05,
+    1.2343985000029534e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.879301000030864e-05,
-    1.841636000051494e-05,
-    1.8153119999624323e-05
+    2.192450000052304e-05,
+    2.0537039999908303e-05,
+    2.398270500009403e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 9.865904936478252e-06,
-   "min": 9.609904583720933e-06,
-   "max": 1.6047237529641105e-05,
+   "seconds": 1.8646094593263805e-05,
+   "min": 1.2950856770787922e-05,
+   "max": 1.9301334129912513e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2703,35 +2703,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.1503999829292296e-05,
-    5.152000114321709e-05,
-    0.00016963200271129608
+    4.233599826693535e-05,
+    7.952000200748444e-05,
+    0.000315775990486145
    ],
    "forward_ops": {
     "aten::silu": 1.0
    },
-   "host_canary_seconds": 7.3793950002709604e-06,
-   "host_backward_canary_seconds": 1.8118230000254697e-05,
+   "host_canary_seconds": 1.0987580000119123e-05,
+   "host_backward_canary_seconds": 2.168722999954298e-05,
    "pass_seconds": [
-    9.865904936478252e-06,
-    9.609904583720933e-06,
-    1.6047237529641105e-05
+    1.8646094593263805e-05,
+    1.2950856770787922e-05,
+    1.9301334129912513e-05
    ],
    "pass_host_canary_seconds": [
-    7.3793950002709604e-06,
-    1.0043639999821607e-05,
-    1.0006842499876713e-05
+    1.0987580000119123e-05,
+    1.0704942499728532e-05,
+    1.249319999999443e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8118230000254697e-05,
-    1.8841900000552415e-05,
-    1.7977644999973564e-05
+    2.168722999954298e-05,
+    2.0119079999858512e-05,
+    2.3713369999995846e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.5800380944496112e-05,
-   "min": 2.466971498160135e-05,
-   "max": 4.1113144673761866e-05,
+   "seconds": 2.441295076693808e-05,
+   "min": 1.9849142325775964e-05,
+   "max": 3.231923849809737e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2740,9 +2740,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010435199737548829,
-    0.00019641600549221038,
-    0.0006343680024147034
+    0.00027968001365661624,
+    0.0003819519877433777,
+    0.0008527039885520935
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -2750,28 +2750,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": -0.3333333333333333,
     "aten::silu_backward": 1.0
    },
-   "host_canary_seconds": 7.3793950002709604e-06,
-   "host_backward_canary_seconds": 1.8118230000254697e-05,
+   "host_canary_seconds": 1.0987580000119123e-05,
+   "host_backward_canary_seconds": 2.168722999954298e-05,
    "pass_seconds": [
-    2.5800380944496112e-05,
-    4.1113144673761866e-05,
-    2.466971498160135e-05
+    1.9849142325775964e-05,
+    3.231923849809737e-05,
+    2.441295076693808e-05
    ],
    "pass_host_canary_seconds": [
-    7.3793950002709604e-06,
-    1.0043639999821607e-05,
-    1.0006842499876713e-05
+    1.0987580000119123e-05,
+    1.0704942499728532e-05,
+    1.249319999999443e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8118230000254697e-05,
-    1.8841900000552415e-05,
-    1.7977644999973564e-05
+    2.168722999954298e-05,
+    2.0119079999858512e-05,
+    2.3713369999995846e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.7179427934544425e-05,
-   "min": 1.0308571425931795e-05,
-   "max": 1.9978666944163187e-05,
+   "seconds": 1.7231238739831105e-05,
+   "min": 1.633523741648311e-05,
+   "max": 1.752609493477004e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2780,35 +2780,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.071999922394752e-05,
-    6.038400158286095e-05,
-    0.00018492799997329713
+    5.263999849557876e-05,
+    0.00010143999755382538,
+    0.00031014400720596314
    ],
    "forward_ops": {
     "aten::silu": 1.0
    },
-   "host_canary_seconds": 7.509260000233553e-06,
-   "host_backward_canary_seconds": 1.6387489999942772e-05,
+   "host_canary_seconds": 1.0932005000086065e-05,
+   "host_backward_canary_seconds": 2.1323060000213445e-05,
    "pass_seconds": [
-    1.0308571425931795e-05,
-    1.7179427934544425e-05,
-    1.9978666944163187e-05
+    1.7231238739831105e-05,
+    1.633523741648311e-05,
+    1.752609493477004e-05
    ],
    "pass_host_canary_seconds": [
-    7.509260000233553e-06,
-    1.017366999974456e-05,
-    9.948909999764055e-06
+    1.0932005000086065e-05,
+    1.0431329999960327e-05,
+    1.2829182499842773e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6387489999942772e-05,
-    1.9061529999362393e-05,
-    1.8364719999794942e-05
+    2.1323060000213445e-05,
+    1.9822320000457692e-05,
+    2.371014499942703e-05
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.051581105306035e-05,
-   "min": 1.7283045465037937e-05,
-   "max": 2.3943619447804626e-05,
+   "seconds": 2.975771327813467e-05,
+   "min": 2.8758096730425246e-05,
+   "max": 3.9721899976332974e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2817,9 +2817,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011238399893045425,
-    0.00020479999482631684,
-    0.0006227200031280517
+    0.0002457599937915802,
+    0.0003853760063648224,
+    0.0009501439929008484
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -2827,28 +2827,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": -0.3333333333333333,
     "aten::silu_backward": 1.0
    },
-   "host_canary_seconds": 7.509260000233553e-06,
-   "host_backward_canary_seconds": 1.6387489999942772e-05,
+   "host_canary_seconds": 1.0932005000086065e-05,
+   "host_backward_canary_seconds": 2.1323060000213445e-05,
    "pass_seconds": [
-    2.3943619447804626e-05,
-    2.051581105306035e-05,
-    1.7283045465037937e-05
+    2.975771327813467e-05,
+    2.8758096730425246e-05,
+    3.9721899976332974e-05
    ],
    "pass_host_canary_seconds": [
-    7.509260000233553e-06,
-    1.017366999974456e-05,
-    9.948909999764055e-06
+    1.0932005000086065e-05,
+    1.0431329999960327e-05,
+    1.2829182499842773e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6387489999942772e-05,
-    1.9061529999362393e-05,
-    1.8364719999794942e-05
+    2.1323060000213445e-05,
+    1.9822320000457692e-05,
+    2.371014499942703e-05
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.4508190165672984e-05,
-   "min": 9.821714301194463e-06,
-   "max": 1.5024760826712562e-05,
+   "seconds": 1.7414095767197157e-05,
+   "min": 1.5665523441774503e-05,
+   "max": 1.8834286147639864e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2857,36 +2857,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.0416000857949256e-05,
-    5.200000107288361e-05,
-    0.00016844800114631652
+    3.0656000599265096e-05,
+    5.89120015501976e-05,
+    0.00028387200832366945
    ],
    "forward_ops": {
     "aten::detach": 1.0,
     "aten::tanh": 1.0
    },
-   "host_canary_seconds": 7.2554650000711265e-06,
-   "host_backward_canary_seconds": 1.392713999962325e-05,
+   "host_canary_seconds": 1.1915540000018154e-05,
+   "host_backward_canary_seconds": 2.0793140000705533e-05,
    "pass_seconds": [
-    9.821714301194463e-06,
-    1.4508190165672984e-05,
-    1.5024760826712562e-05
+    1.7414095767197157e-05,
+    1.5665523441774503e-05,
+    1.8834286147639864e-05
    ],
    "pass_host_canary_seconds": [
-    7.2554650000711265e-06,
-    1.0085669999853054e-05,
-    9.630315000208612e-06
+    1.1915540000018154e-05,
+    1.060088250028457e-05,
+    1.2685935000149583e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.392713999962325e-05,
-    1.8797049999648153e-05,
-    1.8091090000780242e-05
+    2.0793140000705533e-05,
+    2.0209010000371563e-05,
+    2.4640870000212088e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.268952681195168e-05,
-   "min": 2.044723582054888e-05,
-   "max": 2.5113144534684363e-05,
+   "seconds": 3.216838189178989e-05,
+   "min": 3.0595807181227776e-05,
+   "max": 3.801904938050678e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2895,9 +2895,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010700800269842147,
-    0.00016233600676059722,
-    0.0005492159724235535
+    0.0001340160071849823,
+    0.00025196799635887146,
+    0.000845471978187561
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -2905,28 +2905,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": 0.6666666666666666,
     "aten::tanh_backward": 1.0
    },
-   "host_canary_seconds": 7.2554650000711265e-06,
-   "host_backward_canary_seconds": 1.392713999962325e-05,
+   "host_canary_seconds": 1.1915540000018154e-05,
+   "host_backward_canary_seconds": 2.0793140000705533e-05,
    "pass_seconds": [
-    2.044723582054888e-05,
-    2.5113144534684363e-05,
-    2.268952681195168e-05
+    3.0595807181227776e-05,
+    3.216838189178989e-05,
+    3.801904938050678e-05
    ],
    "pass_host_canary_seconds": [
-    7.2554650000711265e-06,
-    1.0085669999853054e-05,
-    9.630315000208612e-06
+    1.1915540000018154e-05,
+    1.060088250028457e-05,
+    1.2685935000149583e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.392713999962325e-05,
-    1.8797049999648153e-05,
-    1.8091090000780242e-05
+    2.0793140000705533e-05,
+    2.0209010000371563e-05,
+    2.4640870000212088e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.5151237270661765e-05,
-   "min": 1.0760381285633358e-05,
-   "max": 1.5319619327783587e-05,
+   "seconds": 1.591542842132705e-05,
+   "min": 1.5139048652989527e-05,
+   "max": 1.7015618937356132e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2935,36 +2935,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.299200162291527e-05,
-    6.892800331115723e-05,
-    0.00019561600685119628
+    5.171199887990952e-05,
+    0.00010016000270843506,
+    0.0002798080146312714
    ],
    "forward_ops": {
     "aten::detach": 1.0,
     "aten::tanh": 1.0
    },
-   "host_canary_seconds": 7.1743550000746834e-06,
-   "host_backward_canary_seconds": 1.497820000054162e-05,
+   "host_canary_seconds": 1.0956937500168352e-05,
+   "host_backward_canary_seconds": 1.9289990000288526e-05,
    "pass_seconds": [
-    1.0760381285633358e-05,
-    1.5319619327783587e-05,
-    1.5151237270661765e-05
+    1.5139048652989527e-05,
+    1.591542842132705e-05,
+    1.7015618937356132e-05
    ],
    "pass_host_canary_seconds": [
-    7.1743550000746834e-06,
-    1.0154574999887701e-05,
-    1.0132339999699978e-05
+    1.0956937500168352e-05,
+    1.0390219999862893e-05,
+    1.2682832499990583e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.497820000054162e-05,
-    1.9014949999700547e-05,
-    1.8238960000189766e-05
+    1.9289990000288526e-05,
+    2.0473039999160392e-05,
+    2.4729649999812865e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.6655238831327082e-05,
-   "min": 2.2407619548695435e-05,
-   "max": 2.7349335984105157e-05,
+   "seconds": 3.0013713985681533e-05,
+   "min": 2.455619013025647e-05,
+   "max": 3.1113144187700176e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2973,9 +2973,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001499519944190979,
-    0.00019679999351501464,
-    0.0006299200057983398
+    0.00018041600286960603,
+    0.00035257598757743833,
+    0.0007935360074043274
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -2983,28 +2983,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": 0.6666666666666666,
     "aten::tanh_backward": 1.0
    },
-   "host_canary_seconds": 7.1743550000746834e-06,
-   "host_backward_canary_seconds": 1.497820000054162e-05,
+   "host_canary_seconds": 1.0956937500168352e-05,
+   "host_backward_canary_seconds": 1.9289990000288526e-05,
    "pass_seconds": [
-    2.2407619548695435e-05,
-    2.6655238831327082e-05,
-    2.7349335984105157e-05
+    2.455619013025647e-05,
+    3.0013713985681533e-05,
+    3.1113144187700176e-05
    ],
    "pass_host_canary_seconds": [
-    7.1743550000746834e-06,
-    1.0154574999887701e-05,
-    1.0132339999699978e-05
+    1.0956937500168352e-05,
+    1.0390219999862893e-05,
+    1.2682832499990583e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.497820000054162e-05,
-    1.9014949999700547e-05,
-    1.8238960000189766e-05
+    1.9289990000288526e-05,
+    2.0473039999160392e-05,
+    2.4729649999812865e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.5573333061876752e-05,
-   "min": 9.484190671216875e-06,
-   "max": 1.568837987170333e-05,
+   "seconds": 1.5804953163578396e-05,
+   "min": 1.2474666571333296e-05,
+   "max": 1.6518857862268174e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3013,36 +3013,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.2336000576615335e-05,
-    6.595200300216675e-05,
-    0.00025651198625564574
+    2.25600004196167e-05,
+    8.796799927949905e-05,
+    0.0002190079987049103
    ],
    "forward_ops": {
     "aten::detach": 1.0,
     "aten::sigmoid": 1.0
    },
-   "host_canary_seconds": 1.0142000000428198e-05,
-   "host_backward_canary_seconds": 1.4134100000546823e-05,
+   "host_canary_seconds": 1.049379499988845e-05,
+   "host_backward_canary_seconds": 2.40510950004591e-05,
    "pass_seconds": [
-    1.568837987170333e-05,
-    9.484190671216875e-06,
-    1.5573333061876752e-05
+    1.2474666571333296e-05,
+    1.5804953163578396e-05,
+    1.6518857862268174e-05
    ],
    "pass_host_canary_seconds": [
-    1.0142000000428198e-05,
-    7.746635000103196e-06,
-    1.02637349999668e-05
+    1.049379499988845e-05,
+    1.05186150000236e-05,
+    1.2129887499838787e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4134100000546823e-05,
-    1.9107960000610546e-05,
-    1.8599060000497046e-05
+    2.40510950004591e-05,
+    2.023611999959485e-05,
+    2.454606500009504e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.298590434449059e-05,
-   "min": 2.0998859423257052e-05,
-   "max": 2.5039998903161e-05,
+   "seconds": 3.2880761438892e-05,
+   "min": 2.0712378124396012e-05,
+   "max": 3.524190524504298e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3051,9 +3051,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.356799721717835e-05,
-    0.0002436479926109314,
-    0.0006572160124778747
+    0.00013574400544166565,
+    0.00021513600647449493,
+    0.00083024001121521
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -3061,28 +3061,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": 0.6666666666666666,
     "aten::sigmoid_backward": 1.0
    },
-   "host_canary_seconds": 1.0142000000428198e-05,
-   "host_backward_canary_seconds": 1.4134100000546823e-05,
+   "host_canary_seconds": 1.049379499988845e-05,
+   "host_backward_canary_seconds": 2.40510950004591e-05,
    "pass_seconds": [
-    2.0998859423257052e-05,
-    2.298590434449059e-05,
-    2.5039998903161e-05
+    3.524190524504298e-05,
+    3.2880761438892e-05,
+    2.0712378124396012e-05
    ],
    "pass_host_canary_seconds": [
-    1.0142000000428198e-05,
-    7.746635000103196e-06,
-    1.02637349999668e-05
+    1.049379499988845e-05,
+    1.05186150000236e-05,
+    1.2129887499838787e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4134100000546823e-05,
-    1.9107960000610546e-05,
-    1.8599060000497046e-05
+    2.40510950004591e-05,
+    2.023611999959485e-05,
+    2.454606500009504e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.575466653420812e-05,
-   "min": 1.1039238423109054e-05,
-   "max": 1.6403047456627802e-05,
+   "seconds": 1.5544380460466658e-05,
+   "min": 1.480761950924283e-05,
+   "max": 1.716800051785651e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3091,36 +3091,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.392000123858452e-05,
-    9.734400361776351e-05,
-    0.00028470399975776673
+    4.7775998711586e-05,
+    9.705600142478943e-05,
+    0.000281823992729187
    ],
    "forward_ops": {
     "aten::detach": 1.0,
     "aten::sigmoid": 1.0
    },
-   "host_canary_seconds": 1.0187377500017192e-05,
-   "host_backward_canary_seconds": 1.7978405000462772e-05,
+   "host_canary_seconds": 1.0908112500089829e-05,
+   "host_backward_canary_seconds": 2.153622500088659e-05,
    "pass_seconds": [
-    1.6403047456627802e-05,
-    1.1039238423109054e-05,
-    1.575466653420812e-05
+    1.5544380460466658e-05,
+    1.716800051785651e-05,
+    1.480761950924283e-05
    ],
    "pass_host_canary_seconds": [
-    1.0187377500017192e-05,
-    7.96917000002395e-06,
-    9.892915000193624e-06
+    1.0908112500089829e-05,
+    1.0598294999795143e-05,
+    1.21078399996577e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7978405000462772e-05,
-    1.8394329999864566e-05,
-    1.7823585000087402e-05
+    2.153622500088659e-05,
+    2.046428999960881e-05,
+    2.5429439999697935e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.1835430392197196e-05,
-   "min": 2.1031617940891357e-05,
-   "max": 2.3196191127811158e-05,
+   "seconds": 2.780571438017346e-05,
+   "min": 2.6009901648476016e-05,
+   "max": 2.8928002253884364e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3129,9 +3129,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018335999548435211,
-    0.00030534398555755616,
-    0.0007593600153923035
+    0.0001796479970216751,
+    0.00031935998797416685,
+    0.0008331199884414672
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -3139,28 +3139,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": 0.6666666666666666,
     "aten::sigmoid_backward": 1.0
    },
-   "host_canary_seconds": 1.0187377500017192e-05,
-   "host_backward_canary_seconds": 1.7978405000462772e-05,
+   "host_canary_seconds": 1.0908112500089829e-05,
+   "host_backward_canary_seconds": 2.153622500088659e-05,
    "pass_seconds": [
-    2.1835430392197196e-05,
-    2.1031617940891357e-05,
-    2.3196191127811158e-05
+    2.780571438017346e-05,
+    2.8928002253884364e-05,
+    2.6009901648476016e-05
    ],
    "pass_host_canary_seconds": [
-    1.0187377500017192e-05,
-    7.96917000002395e-06,
-    9.892915000193624e-06
+    1.0908112500089829e-05,
+    1.0598294999795143e-05,
+    1.21078399996577e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7978405000462772e-05,
-    1.8394329999864566e-05,
-    1.7823585000087402e-05
+    2.153622500088659e-05,
+    2.046428999960881e-05,
+    2.5429439999697935e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 1.727695151099137e-05,
-   "min": 1.4002286075126555e-05,
-   "max": 2.369676140092668e-05,
+   "seconds": 2.5861332813898723e-05,
+   "min": 2.5033143482037953e-05,
+   "max": 3.0236952893790742e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3169,35 +3169,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.2208001017570495e-05,
-    0.00010729599744081497,
-    0.00025993600487709043
+    4.479999840259552e-05,
+    8.736000210046769e-05,
+    0.00048230400681495666
    ],
    "forward_ops": {
     "aten::native_dropout": 1.0
    },
-   "host_canary_seconds": 7.371330000296439e-06,
-   "host_backward_canary_seconds": 1.8476359999795024e-05,
+   "host_canary_seconds": 1.213938750026955e-05,
+   "host_backward_canary_seconds": 2.116795000063121e-05,
    "pass_seconds": [
-    1.4002286075126555e-05,
-    1.727695151099137e-05,
-    2.369676140092668e-05
+    3.0236952893790742e-05,
+    2.5861332813898723e-05,
+    2.5033143482037953e-05
    ],
    "pass_host_canary_seconds": [
-    7.371330000296439e-06,
-    9.120874999837269e-06,
-    9.904890000029809e-06
+    1.213938750026955e-05,
+    1.0632150000446928e-05,
+    1.2365155000111371e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8476359999795024e-05,
-    1.9559904999937315e-05,
-    1.759677999984888e-05
+    2.116795000063121e-05,
+    1.9959659999813085e-05,
+    2.494103999993058e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 3.077028425676483e-05,
-   "min": 2.5642668562276032e-05,
-   "max": 3.143009587767578e-05,
+   "seconds": 2.791314022172065e-05,
+   "min": 2.4716191525970185e-05,
+   "max": 2.897676470733824e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3206,9 +3206,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018025599420070648,
-    0.00023824000358581542,
-    0.0008263999819755555
+    0.00015600000321865082,
+    0.00037651199102401735,
+    0.000998848021030426
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -3216,28 +3216,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": -0.3333333333333333,
     "aten::native_dropout_backward": 1.0
    },
-   "host_canary_seconds": 7.371330000296439e-06,
-   "host_backward_canary_seconds": 1.8476359999795024e-05,
+   "host_canary_seconds": 1.213938750026955e-05,
+   "host_backward_canary_seconds": 2.116795000063121e-05,
    "pass_seconds": [
-    3.077028425676483e-05,
-    3.143009587767578e-05,
-    2.5642668562276032e-05
+    2.4716191525970185e-05,
+    2.897676470733824e-05,
+    2.791314022172065e-05
    ],
    "pass_host_canary_seconds": [
-    7.371330000296439e-06,
-    9.120874999837269e-06,
-    9.904890000029809e-06
+    1.213938750026955e-05,
+    1.0632150000446928e-05,
+    1.2365155000111371e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8476359999795024e-05,
-    1.9559904999937315e-05,
-    1.759677999984888e-05
+    2.116795000063121e-05,
+    1.9959659999813085e-05,
+    2.494103999993058e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.3860571994667958e-05,
-   "min": 1.9881143456413633e-05,
-   "max": 2.6985143266973043e-05,
+   "seconds": 2.7166475852330525e-05,
+   "min": 2.695390582084656e-05,
+   "max": 2.7607618698052004e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3246,35 +3246,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.705599904060364e-05,
-    0.00012671999633312225,
-    0.0004447360038757324
+    7.59039968252182e-05,
+    0.0001591999977827072,
+    0.0004901759922504425
    ],
    "forward_ops": {
     "aten::native_dropout": 1.0
    },
-   "host_canary_seconds": 8.563394999896445e-06,
-   "host_backward_canary_seconds": 1.8329009999433763e-05,
+   "host_canary_seconds": 1.1935260000370819e-05,
+   "host_backward_canary_seconds": 2.0297739999932674e-05,
    "pass_seconds": [
-    2.6985143266973043e-05,
-    1.9881143456413633e-05,
-    2.3860571994667958e-05
+    2.7607618698052004e-05,
+    2.7166475852330525e-05,
+    2.695390582084656e-05
    ],
    "pass_host_canary_seconds": [
-    8.563394999896445e-06,
-    9.346867499857581e-06,
-    1.0082239999746889e-05
+    1.1935260000370819e-05,
+    1.04654324997e-05,
+    1.3071817499792359e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8329009999433763e-05,
-    1.9326125000134197e-05,
-    1.7964119999760443e-05
+    2.0297739999932674e-05,
+    1.9909339999912846e-05,
+    2.537580999955935e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.6281905670960747e-05,
-   "min": 2.2399238177708222e-05,
-   "max": 2.9369143148263296e-05,
+   "seconds": 3.0336765306336535e-05,
+   "min": 1.644952488797051e-05,
+   "max": 3.569676478703816e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3283,9 +3283,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001307840049266815,
-    0.00023638400435447692,
-    0.0009549440145492554
+    0.00023289600014686585,
+    0.0004035840034484863,
+    0.0009065920114517212
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -3293,28 +3293,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": -0.3333333333333333,
     "aten::native_dropout_backward": 1.0
    },
-   "host_canary_seconds": 8.563394999896445e-06,
-   "host_backward_canary_seconds": 1.8329009999433763e-05,
+   "host_canary_seconds": 1.1935260000370819e-05,
+   "host_backward_canary_seconds": 2.0297739999932674e-05,
    "pass_seconds": [
-    2.9369143148263296e-05,
-    2.2399238177708222e-05,
-    2.6281905670960747e-05
+    1.644952488797051e-05,
+    3.0336765306336535e-05,
+    3.569676478703816e-05
    ],
    "pass_host_canary_seconds": [
-    8.563394999896445e-06,
-    9.346867499857581e-06,
-    1.0082239999746889e-05
+    1.1935260000370819e-05,
+    1.04654324997e-05,
+    1.3071817499792359e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8329009999433763e-05,
-    1.9326125000134197e-05,
-    1.7964119999760443e-05
+    2.0297739999932674e-05,
+    1.9909339999912846e-05,
+    2.537580999955935e-05
    ]
   },
   "layer_forward_dropout_identity": {
-   "seconds": 4.298666802545389e-06,
-   "min": 3.1398094392248568e-06,
-   "max": 5.769904614204451e-06,
+   "seconds": 6.931809264989125e-06,
+   "min": 5.77142879012085e-06,
+   "max": 6.978285454568408e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3323,33 +3323,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.3407999649643898e-05,
-    2.2752000018954278e-05,
-    6.0479998588562014e-05
+    2.396799996495247e-05,
+    4.489599913358688e-05,
+    0.00012863999605178833
    ],
    "forward_ops": {},
-   "host_canary_seconds": 1.0024974999964797e-05,
-   "host_backward_canary_seconds": 1.936596999939866e-05,
+   "host_canary_seconds": 1.212204000012207e-05,
+   "host_backward_canary_seconds": 2.1083310000449272e-05,
    "pass_seconds": [
-    3.1398094392248568e-06,
-    4.298666802545389e-06,
-    5.769904614204451e-06
+    6.978285454568408e-06,
+    5.77142879012085e-06,
+    6.931809264989125e-06
    ],
    "pass_host_canary_seconds": [
-    1.0024974999964797e-05,
-    9.068790000128501e-06,
-    1.0087850000104482e-05
+    1.212204000012207e-05,
+    1.052655750015674e-05,
+    1.388780000013412e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.936596999939866e-05,
-    1.8004119999659453e-05,
-    1.8507969999745908e-05
+    2.1083310000449272e-05,
+    1.97480600002109e-05,
+    2.1716880000894888e-05
    ]
   },
   "layer_backward_dropout_identity": {
-   "seconds": 3.893332378495317e-07,
+   "seconds": 3.00876299540202e-06,
    "min": 0.0,
-   "max": 1.4514283587535238e-06,
+   "max": 3.7165719660974692e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3358,9 +3358,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.870399743318557e-05,
-    0.00010300800204277039,
-    0.00013593600690364838
+    0.00013046400249004363,
+    0.00015491199493408204,
+    0.0002784320116043091
    ],
    "backward_nodes_per_layer": 0.0,
    "backward_ops": {
@@ -3368,28 +3368,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::copy_": -0.3333333333333333,
     "aten::new_empty_strided": -0.3333333333333333
    },
-   "host_canary_seconds": 1.0024974999964797e-05,
-   "host_backward_canary_seconds": 1.936596999939866e-05,
+   "host_canary_seconds": 1.212204000012207e-05,
+   "host_backward_canary_seconds": 2.1083310000449272e-05,
    "pass_seconds": [
-    0.0,
-    3.893332378495317e-07,
-    1.4514283587535238e-06
+    3.00876299540202e-06,
+    3.7165719660974692e-06,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.0024974999964797e-05,
-    9.068790000128501e-06,
-    1.0087850000104482e-05
+    1.212204000012207e-05,
+    1.052655750015674e-05,
+    1.388780000013412e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.936596999939866e-05,
-    1.8004119999659453e-05,
-    1.8507969999745908e-05
+    2.1083310000449272e-05,
+    1.97480600002109e-05,
+    2.1716880000894888e-05
    ]
   },
   "layer_forward_dropout_identity_autocast": {
-   "seconds": 4.867047692338625e-06,
-   "min": 3.0925712060360673e-06,
-   "max": 5.945142979423206e-06,
+   "seconds": 5.017904653435662e-06,
+   "min": 4.92266680867899e-06,
+   "max": 6.755048143012182e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3398,33 +3398,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.319999970495701e-05,
-    3.654399886727333e-05,
-    7.094399631023406e-05
+    4.8703998327255246e-05,
+    6.960000097751617e-05,
+    0.00012591999769210815
    ],
    "forward_ops": {},
-   "host_canary_seconds": 7.958525000049121e-06,
-   "host_backward_canary_seconds": 1.8462069999714003e-05,
+   "host_canary_seconds": 1.1815635000118618e-05,
+   "host_backward_canary_seconds": 2.1822284999757357e-05,
    "pass_seconds": [
-    3.0925712060360673e-06,
-    4.867047692338625e-06,
-    5.945142979423206e-06
+    5.017904653435662e-06,
+    4.92266680867899e-06,
+    6.755048143012182e-06
    ],
    "pass_host_canary_seconds": [
-    7.958525000049121e-06,
-    9.612414999651264e-06,
-    1.0124137500042707e-05
+    1.1815635000118618e-05,
+    1.0353160000136086e-05,
+    1.3178404999791838e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8462069999714003e-05,
-    1.9818590000113546e-05,
-    1.8528285000343203e-05
+    2.1822284999757357e-05,
+    1.956782499973997e-05,
+    2.445485999999164e-05
    ]
   },
   "layer_backward_dropout_identity_autocast": {
-   "seconds": 7.878099346444728e-07,
-   "min": 5.638173648289288e-08,
-   "max": 1.1702867313509883e-06,
+   "seconds": 3.58323673052447e-06,
+   "min": 0.0,
+   "max": 5.657142471699486e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3433,9 +3433,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011020799726247788,
-    0.00012262400239706038,
-    0.0001584320068359375
+    0.00017004799842834471,
+    0.00015148800611495972,
+    0.00031331199407577513
    ],
    "backward_nodes_per_layer": 0.0,
    "backward_ops": {
@@ -3443,28 +3443,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::copy_": -0.3333333333333333,
     "aten::new_empty_strided": -0.3333333333333333
    },
-   "host_canary_seconds": 7.958525000049121e-06,
-   "host_backward_canary_seconds": 1.8462069999714003e-05,
+   "host_canary_seconds": 1.1815635000118618e-05,
+   "host_backward_canary_seconds": 2.1822284999757357e-05,
    "pass_seconds": [
-    5.638173648289288e-08,
-    7.878099346444728e-07,
-    1.1702867313509883e-06
+    5.657142471699486e-06,
+    3.58323673052447e-06,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.958525000049121e-06,
-    9.612414999651264e-06,
-    1.0124137500042707e-05
+    1.1815635000118618e-05,
+    1.0353160000136086e-05,
+    1.3178404999791838e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8462069999714003e-05,
-    1.9818590000113546e-05,
-    1.8528285000343203e-05
+    2.1822284999757357e-05,
+    1.956782499973997e-05,
+    2.445485999999164e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.211657126744588e-05,
-   "min": 8.364951947615258e-06,
-   "max": 1.2542476700175378e-05,
+   "seconds": 1.393523821163745e-05,
+   "min": 1.2815238464446294e-05,
+   "max": 1.4859428629279137e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3473,35 +3473,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.8783999606966973e-05,
-    4.329600185155869e-05,
-    0.0001440639942884445
+    3.385600075125694e-05,
+    6.585600227117538e-05,
+    0.00022393600642681122
    ],
    "forward_ops": {
     "aten::add": 1.0
    },
-   "host_canary_seconds": 7.526544999905127e-06,
-   "host_backward_canary_seconds": 1.8965430000434936e-05,
+   "host_canary_seconds": 1.1283422500127925e-05,
+   "host_backward_canary_seconds": 2.271716499990362e-05,
    "pass_seconds": [
-    8.364951947615258e-06,
-    1.2542476700175378e-05,
-    1.211657126744588e-05
+    1.2815238464446294e-05,
+    1.393523821163745e-05,
+    1.4859428629279137e-05
    ],
    "pass_host_canary_seconds": [
-    7.526544999905127e-06,
-    9.703215000058662e-06,
-    1.000421750006808e-05
+    1.1283422500127925e-05,
+    1.0802850000004582e-05,
+    1.1910595000017565e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8965430000434936e-05,
-    1.9238259999383444e-05,
-    1.8600014999492484e-05
+    2.271716499990362e-05,
+    2.051564499993219e-05,
+    2.454039999975066e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.7075809382257005e-05,
-   "min": 2.5852952950767114e-05,
-   "max": 3.066590508180005e-05,
+   "seconds": 3.908037917599792e-05,
+   "min": 3.2057139933818854e-05,
+   "max": 4.208761737460182e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3510,9 +3510,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001292479932308197,
-    0.00023945599794387819,
-    0.0007124159932136536
+    0.00015007999539375306,
+    0.0002932159900665283,
+    0.0009664319753646851
    ],
    "backward_nodes_per_layer": 2.0,
    "backward_ops": {
@@ -3520,28 +3520,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::copy_": 0.3333333333333333,
     "aten::new_empty_strided": 0.3333333333333333
    },
-   "host_canary_seconds": 7.526544999905127e-06,
-   "host_backward_canary_seconds": 1.8965430000434936e-05,
+   "host_canary_seconds": 1.1283422500127925e-05,
+   "host_backward_canary_seconds": 2.271716499990362e-05,
    "pass_seconds": [
-    3.066590508180005e-05,
-    2.5852952950767114e-05,
-    2.7075809382257005e-05
+    4.208761737460182e-05,
+    3.908037917599792e-05,
+    3.2057139933818854e-05
    ],
    "pass_host_canary_seconds": [
-    7.526544999905127e-06,
-    9.703215000058662e-06,
-    1.000421750006808e-05
+    1.1283422500127925e-05,
+    1.0802850000004582e-05,
+    1.1910595000017565e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8965430000434936e-05,
-    1.9238259999383444e-05,
-    1.8600014999492484e-05
+    2.271716499990362e-05,
+    2.051564499993219e-05,
+    2.454039999975066e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.1909333013352895e-05,
-   "min": 1.1845333412999198e-05,
-   "max": 1.1914666387296859e-05,
+   "seconds": 1.3428571855738048e-05,
+   "min": 1.2604952035915285e-05,
+   "max": 1.6729904250020075e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3550,35 +3550,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.030399933457375e-05,
-    8.569599688053131e-05,
-    0.0002279359996318817
+    4.899200052022934e-05,
+    8.604799956083297e-05,
+    0.00024934400618076323
    ],
    "forward_ops": {
     "aten::add": 1.0
    },
-   "host_canary_seconds": 9.588437499985503e-06,
-   "host_backward_canary_seconds": 1.8152334999967933e-05,
+   "host_canary_seconds": 1.1519740000380808e-05,
+   "host_backward_canary_seconds": 2.2436589999870195e-05,
    "pass_seconds": [
-    1.1845333412999198e-05,
-    1.1909333013352895e-05,
-    1.1914666387296859e-05
+    1.3428571855738048e-05,
+    1.2604952035915285e-05,
+    1.6729904250020075e-05
    ],
    "pass_host_canary_seconds": [
-    9.588437499985503e-06,
-    9.710807499914154e-06,
-    1.0023757500050579e-05
+    1.1519740000380808e-05,
+    1.0288455000022623e-05,
+    1.1982190000026093e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8152334999967933e-05,
-    1.8659225000305922e-05,
-    1.7905054999118875e-05
+    2.2436589999870195e-05,
+    2.018787999986671e-05,
+    2.255500999922333e-05
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.7429334996711636e-05,
-   "min": 2.5513143056914918e-05,
-   "max": 3.061637903253238e-05,
+   "seconds": 3.331504886349042e-05,
+   "min": 3.243504943592208e-05,
+   "max": 3.629181267959731e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3587,9 +3587,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002199680060148239,
-    0.0003287360072135925,
-    0.0008506879806518554
+    0.0002887679934501648,
+    0.00035043200850486757,
+    0.0010054080486297608
    ],
    "backward_nodes_per_layer": 2.0,
    "backward_ops": {
@@ -3597,28 +3597,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::copy_": 0.3333333333333333,
     "aten::new_empty_strided": 0.3333333333333333
    },
-   "host_canary_seconds": 9.588437499985503e-06,
-   "host_backward_canary_seconds": 1.8152334999967933e-05,
+   "host_canary_seconds": 1.1519740000380808e-05,
+   "host_backward_canary_seconds": 2.2436589999870195e-05,
    "pass_seconds": [
-    3.061637903253238e-05,
-    2.5513143056914918e-05,
-    2.7429334996711636e-05
+    3.629181267959731e-05,
+    3.243504943592208e-05,
+    3.331504886349042e-05
    ],
    "pass_host_canary_seconds": [
-    9.588437499985503e-06,
-    9.710807499914154e-06,
-    1.0023757500050579e-05
+    1.1519740000380808e-05,
+    1.0288455000022623e-05,
+    1.1982190000026093e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8152334999967933e-05,
-    1.8659225000305922e-05,
-    1.7905054999118875e-05
+    2.2436589999870195e-05,
+    2.018787999986671e-05,
+    2.255500999922333e-05
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.2597333551162764e-05,
-   "min": 1.184609505747046e-05,
-   "max": 1.3411809734645345e-05,
+   "seconds": 1.563961821652594e-05,
+   "min": 1.3365333811158225e-05,
+   "max": 1.9382856963645843e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3627,35 +3627,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8192000463604927e-05,
-    6.492800265550613e-05,
-    0.0002168000042438507
+    3.3695999532938e-05,
+    6.985600292682648e-05,
+    0.00026470398902893067
    ],
    "forward_ops": {
     "aten::mul": 1.0
    },
-   "host_canary_seconds": 9.71328499986157e-06,
-   "host_backward_canary_seconds": 1.8912230000296404e-05,
+   "host_canary_seconds": 1.1768184999993992e-05,
+   "host_backward_canary_seconds": 2.1571160000348752e-05,
    "pass_seconds": [
-    1.2597333551162764e-05,
-    1.184609505747046e-05,
-    1.3411809734645345e-05
+    1.563961821652594e-05,
+    1.3365333811158225e-05,
+    1.9382856963645843e-05
    ],
    "pass_host_canary_seconds": [
-    9.71328499986157e-06,
-    9.2750950003051e-06,
-    9.962605000168879e-06
+    1.1768184999993992e-05,
+    1.0340059999975892e-05,
+    1.241633000006459e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8912230000296404e-05,
-    1.7748180000012325e-05,
-    1.741683999966881e-05
+    2.1571160000348752e-05,
+    2.014975999941271e-05,
+    2.5804489999927683e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 4.623314622967016e-05,
-   "min": 4.549105208189715e-05,
-   "max": 5.2067050887715253e-05,
+   "seconds": 6.72495271123591e-05,
+   "min": 6.156723431888082e-05,
+   "max": 8.611123778280757e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3664,9 +3664,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016655999422073364,
-    0.0004312640130519867,
-    0.001160096049308777
+    0.00023772799968719484,
+    0.0004179199934005737,
+    0.0014582400321960448
    ],
    "backward_nodes_per_layer": 2.0,
    "backward_ops": {
@@ -3674,28 +3674,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": 0.3333333333333333,
     "aten::mul": 2.0
    },
-   "host_canary_seconds": 9.71328499986157e-06,
-   "host_backward_canary_seconds": 1.8912230000296404e-05,
+   "host_canary_seconds": 1.1768184999993992e-05,
+   "host_backward_canary_seconds": 2.1571160000348752e-05,
    "pass_seconds": [
-    5.2067050887715253e-05,
-    4.549105208189715e-05,
-    4.623314622967016e-05
+    6.72495271123591e-05,
+    6.156723431888082e-05,
+    8.611123778280757e-05
    ],
    "pass_host_canary_seconds": [
-    9.71328499986157e-06,
-    9.2750950003051e-06,
-    9.962605000168879e-06
+    1.1768184999993992e-05,
+    1.0340059999975892e-05,
+    1.241633000006459e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8912230000296404e-05,
-    1.7748180000012325e-05,
-    1.741683999966881e-05
+    2.1571160000348752e-05,
+    2.014975999941271e-05,
+    2.5804489999927683e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.1185523299943834e-05,
-   "min": 7.563428864592596e-06,
-   "max": 1.3535238270248687e-05,
+   "seconds": 1.5846857889777138e-05,
+   "min": 1.4130285630623503e-05,
+   "max": 1.734552372779165e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3704,35 +3704,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.8448000103235245e-05,
-    7.724799960851669e-05,
-    0.00016393600404262542
+    5.263999849557876e-05,
+    0.00011052799969911575,
+    0.0002937920093536377
    ],
    "forward_ops": {
     "aten::mul": 1.0
    },
-   "host_canary_seconds": 1.0246999999594663e-05,
-   "host_backward_canary_seconds": 1.7541409999921597e-05,
+   "host_canary_seconds": 1.1835547499856603e-05,
+   "host_backward_canary_seconds": 2.003268499947808e-05,
    "pass_seconds": [
-    7.563428864592596e-06,
-    1.1185523299943834e-05,
-    1.3535238270248687e-05
+    1.5846857889777138e-05,
+    1.4130285630623503e-05,
+    1.734552372779165e-05
    ],
    "pass_host_canary_seconds": [
-    1.0246999999594663e-05,
-    9.400747499910267e-06,
-    9.87654499965629e-06
+    1.1835547499856603e-05,
+    1.0499284999809789e-05,
+    1.2484582499894258e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7541409999921597e-05,
-    1.3819559999888042e-05,
-    1.7723370000339855e-05
+    2.003268499947808e-05,
+    2.012046499999087e-05,
+    2.668286500011163e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 4.82559965125152e-05,
-   "min": 4.284418906484332e-05,
-   "max": 7.599542431888125e-05,
+   "seconds": 5.867961989272208e-05,
+   "min": 5.4188950253384454e-05,
+   "max": 7.091961854270529e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3741,9 +3741,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001788160055875778,
-    0.00037417599558830264,
-    0.00141375994682312
+    0.0002507199943065643,
+    0.0005160959959030152,
+    0.0013196799755096436
    ],
    "backward_nodes_per_layer": 2.0,
    "backward_ops": {
@@ -3751,28 +3751,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": 0.3333333333333333,
     "aten::mul": 2.0
    },
-   "host_canary_seconds": 1.0246999999594663e-05,
-   "host_backward_canary_seconds": 1.7541409999921597e-05,
+   "host_canary_seconds": 1.1835547499856603e-05,
+   "host_backward_canary_seconds": 2.003268499947808e-05,
    "pass_seconds": [
-    7.599542431888125e-05,
-    4.284418906484332e-05,
-    4.82559965125152e-05
+    5.4188950253384454e-05,
+    5.867961989272208e-05,
+    7.091961854270529e-05
    ],
    "pass_host_canary_seconds": [
-    1.0246999999594663e-05,
-    9.400747499910267e-06,
-    9.87654499965629e-06
+    1.1835547499856603e-05,
+    1.0499284999809789e-05,
+    1.2484582499894258e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7541409999921597e-05,
-    1.3819559999888042e-05,
-    1.7723370000339855e-05
+    2.003268499947808e-05,
+    2.012046499999087e-05,
+    2.668286500011163e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.2083809024521284e-05,
-   "min": 1.2078476626248587e-05,
-   "max": 1.2766475744900251e-05,
+   "seconds": 1.5571048128462977e-05,
+   "min": 1.4414476585530102e-05,
+   "max": 1.5786667310056233e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3781,36 +3781,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9152000322937967e-05,
-    6.288000196218491e-05,
-    0.00020956799387931825
+    2.2143999114632605e-05,
+    5.292800068855286e-05,
+    0.00025040000677108767
    ],
    "forward_ops": {
     "aten::_softmax": 1.0,
     "aten::detach": 1.0
    },
-   "host_canary_seconds": 9.998195000093802e-06,
-   "host_backward_canary_seconds": 1.8770399999539223e-05,
+   "host_canary_seconds": 1.1167829999862988e-05,
+   "host_backward_canary_seconds": 1.9928779998963364e-05,
    "pass_seconds": [
-    1.2083809024521284e-05,
-    1.2078476626248587e-05,
-    1.2766475744900251e-05
+    1.5571048128462977e-05,
+    1.4414476585530102e-05,
+    1.5786667310056233e-05
    ],
    "pass_host_canary_seconds": [
-    9.998195000093802e-06,
-    9.20366999991984e-06,
-    1.0009469999658904e-05
+    1.1167829999862988e-05,
+    1.066687499985619e-05,
+    1.2543554999808748e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8770399999539223e-05,
-    1.870563000011316e-05,
-    1.818758999945658e-05
+    1.9928779998963364e-05,
+    2.062969000007797e-05,
+    2.3136424999847804e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.4972188994288444e-05,
-   "min": 3.317257238640672e-05,
-   "max": 3.69919997950395e-05,
+   "seconds": 3.806476002292973e-05,
+   "min": 3.641523748991034e-05,
+   "max": 3.8240003798689167e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3819,9 +3819,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016115200519561766,
-    0.00028758400678634646,
-    0.0008620799779891968
+    0.00013123199343681335,
+    0.0002543039917945862,
+    0.0009000639915466308
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -3829,28 +3829,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::add_": 0.3333333333333333,
     "aten::detach": 0.6666666666666666
    },
-   "host_canary_seconds": 9.998195000093802e-06,
-   "host_backward_canary_seconds": 1.8770399999539223e-05,
+   "host_canary_seconds": 1.1167829999862988e-05,
+   "host_backward_canary_seconds": 1.9928779998963364e-05,
    "pass_seconds": [
-    3.4972188994288444e-05,
-    3.69919997950395e-05,
-    3.317257238640672e-05
+    3.641523748991034e-05,
+    3.806476002292973e-05,
+    3.8240003798689167e-05
    ],
    "pass_host_canary_seconds": [
-    9.998195000093802e-06,
-    9.20366999991984e-06,
-    1.0009469999658904e-05
+    1.1167829999862988e-05,
+    1.066687499985619e-05,
+    1.2543554999808748e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8770399999539223e-05,
-    1.870563000011316e-05,
-    1.818758999945658e-05
+    1.9928779998963364e-05,
+    2.062969000007797e-05,
+    2.3136424999847804e-05
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.3274666631505604e-05,
-   "min": 1.1227428558326902e-05,
-   "max": 1.3369904564959661e-05,
+   "seconds": 1.5106285079604103e-05,
+   "min": 1.5072762433971676e-05,
+   "max": 1.541866752363387e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3859,36 +3859,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.177599936723709e-05,
-    9.596800059080124e-05,
-    0.0002523519992828369
+    4.7968000173568725e-05,
+    6.905599683523179e-05,
+    0.00026601600646972655
    ],
    "forward_ops": {
     "aten::_softmax": 1.0,
     "aten::detach": 1.0
    },
-   "host_canary_seconds": 9.657777500251541e-06,
-   "host_backward_canary_seconds": 1.4792934999832143e-05,
+   "host_canary_seconds": 1.172212999989597e-05,
+   "host_backward_canary_seconds": 2.1347815000467562e-05,
    "pass_seconds": [
-    1.3274666631505604e-05,
-    1.3369904564959661e-05,
-    1.1227428558326902e-05
+    1.5072762433971676e-05,
+    1.541866752363387e-05,
+    1.5106285079604103e-05
    ],
    "pass_host_canary_seconds": [
-    9.657777500251541e-06,
-    8.759855000164407e-06,
-    9.233920000042417e-06
+    1.172212999989597e-05,
+    1.0649339999986296e-05,
+    1.2273130000153287e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4792934999832143e-05,
-    1.5166400000339309e-05,
-    1.807656000096358e-05
+    2.1347815000467562e-05,
+    2.0228989999395708e-05,
+    2.4409789999708665e-05
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 2.8700954502537142e-05,
-   "min": 2.7993906644128617e-05,
-   "max": 2.947047512446131e-05,
+   "seconds": 4.1011043602512e-05,
+   "min": 3.8338286358685724e-05,
+   "max": 4.304304559315953e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3897,9 +3897,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021347199380397796,
-    0.00033423998951911927,
-    0.0008521599769592285
+    0.0001632000058889389,
+    0.0003368319869041443,
+    0.0009688320159912109
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -3907,28 +3907,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::add_": 0.3333333333333333,
     "aten::detach": 0.6666666666666666
    },
-   "host_canary_seconds": 9.657777500251541e-06,
-   "host_backward_canary_seconds": 1.4792934999832143e-05,
+   "host_canary_seconds": 1.172212999989597e-05,
+   "host_backward_canary_seconds": 2.1347815000467562e-05,
    "pass_seconds": [
-    2.947047512446131e-05,
-    2.7993906644128617e-05,
-    2.8700954502537142e-05
+    3.8338286358685724e-05,
+    4.1011043602512e-05,
+    4.304304559315953e-05
    ],
    "pass_host_canary_seconds": [
-    9.657777500251541e-06,
-    8.759855000164407e-06,
-    9.233920000042417e-06
+    1.172212999989597e-05,
+    1.0649339999986296e-05,
+    1.2273130000153287e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4792934999832143e-05,
-    1.5166400000339309e-05,
-    1.807656000096358e-05
+    2.1347815000467562e-05,
+    2.0228989999395708e-05,
+    2.4409789999708665e-05
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.1017142484585445e-05,
-   "min": 8.523428635228248e-06,
-   "max": 1.250285743957474e-05,
+   "seconds": 1.4493714308454878e-05,
+   "min": 1.3250285316081272e-05,
+   "max": 1.6057142899149937e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3937,36 +3937,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.414399921894073e-05,
-    7.16800019145012e-05,
-    0.00022169600427150726
+    3.148800134658813e-05,
+    7.391999661922455e-05,
+    0.0002311359941959381
    ],
    "forward_ops": {
     "aten::_log_softmax": 1.0,
     "aten::detach": 1.0
    },
-   "host_canary_seconds": 1.079849000007016e-05,
-   "host_backward_canary_seconds": 1.7145799999980228e-05,
+   "host_canary_seconds": 1.1739589999990586e-05,
+   "host_backward_canary_seconds": 2.136340499930611e-05,
    "pass_seconds": [
-    1.250285743957474e-05,
-    8.523428635228248e-06,
-    1.1017142484585445e-05
+    1.3250285316081272e-05,
+    1.4493714308454878e-05,
+    1.6057142899149937e-05
    ],
    "pass_host_canary_seconds": [
-    1.079849000007016e-05,
-    7.626409999943462e-06,
-    9.40524999975878e-06
+    1.1739589999990586e-05,
+    1.0864647499602143e-05,
+    1.2689392499680708e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7145799999980228e-05,
-    1.5477860000032706e-05,
-    1.7748330000131317e-05
+    2.136340499930611e-05,
+    2.0185490000130813e-05,
+    2.8284269999971913e-05
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.009828477388337e-05,
-   "min": 1.9810286040107407e-05,
-   "max": 2.0520381452072233e-05,
+   "seconds": 2.6905141770839697e-05,
+   "min": 2.1238855662800016e-05,
+   "max": 2.8735999017953867e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3975,9 +3975,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013654400408267975,
-    0.000281823992729187,
-    0.0006472960114479065
+    0.000158720001578331,
+    0.00025059199333190917,
+    0.0007515199780464173
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -3985,28 +3985,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::add_": 0.3333333333333333,
     "aten::detach": 0.6666666666666666
    },
-   "host_canary_seconds": 1.079849000007016e-05,
-   "host_backward_canary_seconds": 1.7145799999980228e-05,
+   "host_canary_seconds": 1.1739589999990586e-05,
+   "host_backward_canary_seconds": 2.136340499930611e-05,
    "pass_seconds": [
-    2.0520381452072233e-05,
-    1.9810286040107407e-05,
-    2.009828477388337e-05
+    2.6905141770839697e-05,
+    2.8735999017953867e-05,
+    2.1238855662800016e-05
    ],
    "pass_host_canary_seconds": [
-    1.079849000007016e-05,
-    7.626409999943462e-06,
-    9.40524999975878e-06
+    1.1739589999990586e-05,
+    1.0864647499602143e-05,
+    1.2689392499680708e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7145799999980228e-05,
-    1.5477860000032706e-05,
-    1.7748330000131317e-05
+    2.136340499930611e-05,
+    2.0185490000130813e-05,
+    2.8284269999971913e-05
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.267580971831367e-05,
-   "min": 1.2672761721270425e-05,
-   "max": 1.300114251318432e-05,
+   "seconds": 1.4691046660854704e-05,
+   "min": 1.4626285504727136e-05,
+   "max": 1.8081523123241606e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4015,36 +4015,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.660799890756607e-05,
-    0.00010150399804115296,
-    0.000248991996049881
+    5.5424001067876815e-05,
+    0.000107744000852108,
+    0.0002776319980621338
    ],
    "forward_ops": {
     "aten::_log_softmax": 1.0,
     "aten::detach": 1.0
    },
-   "host_canary_seconds": 1.066619999988916e-05,
-   "host_backward_canary_seconds": 1.769903500019154e-05,
+   "host_canary_seconds": 1.193744999966384e-05,
+   "host_backward_canary_seconds": 2.14166600005683e-05,
    "pass_seconds": [
-    1.2672761721270425e-05,
-    1.267580971831367e-05,
-    1.300114251318432e-05
+    1.4626285504727136e-05,
+    1.4691046660854704e-05,
+    1.8081523123241606e-05
    ],
    "pass_host_canary_seconds": [
-    1.066619999988916e-05,
-    1.0202259999800845e-05,
-    9.356360000083441e-06
+    1.193744999966384e-05,
+    1.0636837500044294e-05,
+    1.1822120000033464e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.769903500019154e-05,
-    1.5477610000971255e-05,
-    1.7994150000504304e-05
+    2.14166600005683e-05,
+    2.0367740000324374e-05,
+    2.3857780000753337e-05
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 1.6760380495162242e-05,
-   "min": 1.5106286676157094e-05,
-   "max": 2.640000234047572e-05,
+   "seconds": 2.29371427780106e-05,
+   "min": 1.7508573475338166e-05,
+   "max": 2.866895177534648e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4053,9 +4053,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022620800137519836,
-    0.0003357119858264923,
-    0.0008097280263900757
+    0.0002447360008955002,
+    0.0004903039932250976,
+    0.0008524799942970276
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -4063,892 +4063,892 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::add_": 0.3333333333333333,
     "aten::detach": 0.6666666666666666
    },
-   "host_canary_seconds": 1.066619999988916e-05,
-   "host_backward_canary_seconds": 1.769903500019154e-05,
+   "host_canary_seconds": 1.193744999966384e-05,
+   "host_backward_canary_seconds": 2.14166600005683e-05,
    "pass_seconds": [
-    2.640000234047572e-05,
-    1.5106286676157094e-05,
-    1.6760380495162242e-05
+    2.29371427780106e-05,
+    2.866895177534648e-05,
+    1.7508573475338166e-05
    ],
    "pass_host_canary_seconds": [
-    1.066619999988916e-05,
-    1.0202259999800845e-05,
-    9.356360000083441e-06
+    1.193744999966384e-05,
+    1.0636837500044294e-05,
+    1.1822120000033464e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.769903500019154e-05,
-    1.5477610000971255e-05,
-    1.7994150000504304e-05
+    2.14166600005683e-05,
+    2.0367740000324374e-05,
+    2.3857780000753337e-05
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 4.095999896526337e-05,
-   "min": 3.510399907827377e-05,
-   "max": 9.20640006661415e-05,
+   "seconds": 5.1072001457214356e-05,
+   "min": 4.355200007557869e-05,
+   "max": 9.212800115346908e-05,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0195639999892592e-05,
-   "host_backward_canary_seconds": 1.6927439999108175e-05,
+   "host_canary_seconds": 1.2098955000396927e-05,
+   "host_backward_canary_seconds": 2.050800999995772e-05,
    "pass_seconds": [
-    5.14880008995533e-05,
-    4.095999896526337e-05,
-    3.683200106024742e-05
+    4.739199951291084e-05,
+    5.1072001457214356e-05,
+    5.1359999924898145e-05
    ],
    "pass_host_canary_seconds": [
-    1.0195639999892592e-05,
-    9.935785000152464e-06,
-    1.0344207500168067e-05
+    1.2098955000396927e-05,
+    1.0843445000148222e-05,
+    1.2584775000163972e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6927439999108175e-05,
-    1.4965115000222795e-05,
-    1.843978000010793e-05
+    2.050800999995772e-05,
+    1.9813855000165856e-05,
+    2.3175430000037524e-05
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 6.799332828571401e-05,
-   "min": 1.4518664528926202e-05,
-   "max": 0.0002566240010783076,
+   "seconds": 7.013466892143088e-05,
+   "min": 0.0,
+   "max": 0.0023751532590637605,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0195639999892592e-05,
-   "host_backward_canary_seconds": 1.6927439999108175e-05,
+   "host_canary_seconds": 1.2098955000396927e-05,
+   "host_backward_canary_seconds": 2.050800999995772e-05,
    "pass_seconds": [
-    7.051199954003095e-05,
-    2.130267148216564e-05,
-    6.799332828571401e-05
+    1.9531994437178043e-05,
+    7.013466892143088e-05,
+    7.137732269863286e-05
    ],
    "pass_host_canary_seconds": [
-    1.0195639999892592e-05,
-    9.935785000152464e-06,
-    1.0344207500168067e-05
+    1.2098955000396927e-05,
+    1.0843445000148222e-05,
+    1.2584775000163972e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6927439999108175e-05,
-    1.4965115000222795e-05,
-    1.843978000010793e-05
+    2.050800999995772e-05,
+    1.9813855000165856e-05,
+    2.3175430000037524e-05
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 6.038400158286095e-05,
-   "min": 4.88319993019104e-05,
-   "max": 0.00010259199887514115,
+   "seconds": 7.21919983625412e-05,
+   "min": 4.038399830460548e-05,
+   "max": 0.00012144000083208084,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.881189999987327e-06,
-   "host_backward_canary_seconds": 1.6276580000749165e-05,
+   "host_canary_seconds": 1.1131480000017292e-05,
+   "host_backward_canary_seconds": 2.061049999952047e-05,
    "pass_seconds": [
-    7.673600316047669e-05,
-    6.038400158286095e-05,
-    5.244800075888634e-05
+    7.401599735021591e-05,
+    4.38079982995987e-05,
+    7.21919983625412e-05
    ],
    "pass_host_canary_seconds": [
-    9.881189999987327e-06,
-    8.549365000192211e-06,
-    9.748960000024454e-06
+    1.1131480000017292e-05,
+    8.93627750002679e-06,
+    1.2584775000163972e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6276580000749165e-05,
-    1.4581595000322522e-05,
-    1.840936500002499e-05
+    2.061049999952047e-05,
+    1.998968999942008e-05,
+    2.469689000008657e-05
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 6.30333277707299e-05,
+   "seconds": 4.9996014063557055e-05,
    "min": 0.0,
-   "max": 0.0003782653215651711,
+   "max": 0.001517324055855473,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.881189999987327e-06,
-   "host_backward_canary_seconds": 1.6276580000749165e-05,
+   "host_canary_seconds": 1.1131480000017292e-05,
+   "host_backward_canary_seconds": 2.061049999952047e-05,
    "pass_seconds": [
-    8.126399572938679e-05,
-    2.0182659228642775e-05,
-    6.30333277707299e-05
+    4.9996014063557055e-05,
+    4.395867822070914e-05,
+    5.448131697873278e-05
    ],
    "pass_host_canary_seconds": [
-    9.881189999987327e-06,
-    8.549365000192211e-06,
-    9.748960000024454e-06
+    1.1131480000017292e-05,
+    8.93627750002679e-06,
+    1.2584775000163972e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6276580000749165e-05,
-    1.4581595000322522e-05,
-    1.840936500002499e-05
+    2.061049999952047e-05,
+    1.998968999942008e-05,
+    2.469689000008657e-05
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 3.392000123858452e-05,
-   "min": 2.5087999179959297e-05,
-   "max": 0.00013145600259304046,
+   "seconds": 4.1919998824596406e-05,
+   "min": 2.7135999873280526e-05,
+   "max": 8.275199681520462e-05,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.760925000250608e-06,
-   "host_backward_canary_seconds": 1.620560999981535e-05,
+   "host_canary_seconds": 1.1594020000131877e-05,
+   "host_backward_canary_seconds": 2.0312804999775834e-05,
    "pass_seconds": [
-    4.2208001017570495e-05,
-    2.7264000847935676e-05,
-    3.392000123858452e-05
+    4.1919998824596406e-05,
+    2.9343999922275544e-05,
+    4.4351998716592787e-05
    ],
    "pass_host_canary_seconds": [
-    9.760925000250608e-06,
-    7.4252425000054245e-06,
-    9.54497000009269e-06
+    1.1594020000131877e-05,
+    1.0660279999683552e-05,
+    1.2447149999843533e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.620560999981535e-05,
-    1.5532805000475492e-05,
-    1.794654000036644e-05
+    2.0312804999775834e-05,
+    2.0160539999096728e-05,
+    2.3259779999307285e-05
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.00024104933471729356,
-   "min": 0.0001128866666307052,
-   "max": 0.00039679332108547293,
+   "seconds": 0.0003712760166575511,
+   "min": 0.00020610267606874303,
+   "max": 0.0007694573408613603,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.760925000250608e-06,
-   "host_backward_canary_seconds": 1.620560999981535e-05,
+   "host_canary_seconds": 1.1594020000131877e-05,
+   "host_backward_canary_seconds": 2.0312804999775834e-05,
    "pass_seconds": [
-    0.0002566560124978423,
-    0.00012949466643234094,
-    0.00024104933471729356
+    0.0003712760166575511,
+    0.00037525469747682407,
+    0.0003533613091955582
    ],
    "pass_host_canary_seconds": [
-    9.760925000250608e-06,
-    7.4252425000054245e-06,
-    9.54497000009269e-06
+    1.1594020000131877e-05,
+    1.0660279999683552e-05,
+    1.2447149999843533e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.620560999981535e-05,
-    1.5532805000475492e-05,
-    1.794654000036644e-05
+    2.0312804999775834e-05,
+    2.0160539999096728e-05,
+    2.3259779999307285e-05
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 5.001600086688995e-05,
-   "min": 3.6191999912261964e-05,
-   "max": 0.0001162559986114502,
+   "seconds": 7.680000364780426e-05,
+   "min": 5.7599999010562895e-05,
+   "max": 0.00018115200102329255,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.915699999965e-06,
-   "host_backward_canary_seconds": 1.6498370000590513e-05,
+   "host_canary_seconds": 1.1647284999867224e-05,
+   "host_backward_canary_seconds": 2.1965490000184217e-05,
    "pass_seconds": [
-    7.487999647855759e-05,
-    3.968000039458275e-05,
-    5.001600086688995e-05
+    7.77919963002205e-05,
+    7.680000364780426e-05,
+    6.396800279617309e-05
    ],
    "pass_host_canary_seconds": [
-    9.915699999965e-06,
-    7.460159999936877e-06,
-    9.401650000313567e-06
+    1.1647284999867224e-05,
+    1.0660279999683552e-05,
+    1.1903315000267867e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6498370000590513e-05,
-    1.608186999987993e-05,
-    1.736912000069424e-05
+    2.1965490000184217e-05,
+    1.9699419999597013e-05,
+    2.2875630000953607e-05
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.00025292132453372083,
-   "min": 0.00012146266301472984,
-   "max": 0.0004667039951309562,
+   "seconds": 0.00029969734388093157,
+   "min": 0.0001602679894616207,
+   "max": 0.0009348332925389211,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.915699999965e-06,
-   "host_backward_canary_seconds": 1.6498370000590513e-05,
+   "host_canary_seconds": 1.1647284999867224e-05,
+   "host_backward_canary_seconds": 2.1965490000184217e-05,
    "pass_seconds": [
-    0.0003049120148643851,
-    0.00015003866453965504,
-    0.00025292132453372083
+    0.0002510520027329525,
+    0.00031867867646118,
+    0.00029969734388093157
    ],
    "pass_host_canary_seconds": [
-    9.915699999965e-06,
-    7.460159999936877e-06,
-    9.401650000313567e-06
+    1.1647284999867224e-05,
+    1.0660279999683552e-05,
+    1.1903315000267867e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6498370000590513e-05,
-    1.608186999987993e-05,
-    1.736912000069424e-05
+    2.1965490000184217e-05,
+    1.9699419999597013e-05,
+    2.2875630000953607e-05
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 2.9343999922275544e-05,
-   "min": 2.2016000002622604e-05,
-   "max": 5.676800012588501e-05,
+   "seconds": 4.502400010824204e-05,
+   "min": 2.1888000890612604e-05,
+   "max": 9.142400324344635e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.621734999996079e-06,
-   "host_backward_canary_seconds": 1.7289230000869794e-05,
+   "host_canary_seconds": 1.173369750006259e-05,
+   "host_backward_canary_seconds": 2.183480500036694e-05,
    "pass_seconds": [
-    3.299200162291527e-05,
-    2.3615999147295953e-05,
-    2.9343999922275544e-05
+    5.0815999507904055e-05,
+    2.393599972128868e-05,
+    4.502400010824204e-05
    ],
    "pass_host_canary_seconds": [
-    9.621734999996079e-06,
-    7.304962500143119e-06,
-    9.218075000205772e-06
+    1.173369750006259e-05,
+    1.0355044999812434e-05,
+    1.2120255000240832e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7289230000869794e-05,
-    1.4376830000628617e-05,
-    1.782667999975729e-05
+    2.183480500036694e-05,
+    1.955054999996264e-05,
+    2.2468670000534984e-05
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 4.5017335874338954e-05,
+   "seconds": 5.029467058678466e-05,
    "min": 0.0,
-   "max": 0.0001046239985153079,
+   "max": 0.0003071159900476536,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.621734999996079e-06,
-   "host_backward_canary_seconds": 1.7289230000869794e-05,
+   "host_canary_seconds": 1.173369750006259e-05,
+   "host_backward_canary_seconds": 2.183480500036694e-05,
    "pass_seconds": [
-    5.335999559611082e-05,
-    1.3026700665553375e-06,
-    4.5017335874338954e-05
+    5.425200176735725e-05,
+    5.029467058678466e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    9.621734999996079e-06,
-    7.304962500143119e-06,
-    9.218075000205772e-06
+    1.173369750006259e-05,
+    1.0355044999812434e-05,
+    1.2120255000240832e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7289230000869794e-05,
-    1.4376830000628617e-05,
-    1.782667999975729e-05
+    2.183480500036694e-05,
+    1.955054999996264e-05,
+    2.2468670000534984e-05
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 4.374400153756142e-05,
-   "min": 3.311999887228012e-05,
-   "max": 9.436800330877304e-05,
+   "seconds": 6.9023996591568e-05,
+   "min": 5.1072001457214356e-05,
+   "max": 0.0001284479945898056,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.891507500014995e-06,
-   "host_backward_canary_seconds": 1.5274830000180374e-05,
+   "host_canary_seconds": 1.1624750000009953e-05,
+   "host_backward_canary_seconds": 2.1704120000549666e-05,
    "pass_seconds": [
-    5.5615998804569246e-05,
-    3.7376001477241516e-05,
-    4.374400153756142e-05
+    7.929600030183792e-05,
+    6.083200126886368e-05,
+    6.9023996591568e-05
    ],
    "pass_host_canary_seconds": [
-    9.891507500014995e-06,
-    7.4577250001084395e-06,
-    8.92258000021684e-06
+    1.1624750000009953e-05,
+    1.0354159999792501e-05,
+    1.2033314999939649e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5274830000180374e-05,
-    1.3712810000470199e-05,
-    1.8146434999835034e-05
+    2.1704120000549666e-05,
+    1.9865259999960472e-05,
+    2.217871000084415e-05
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 4.280000831931827e-05,
-   "min": 0.0,
-   "max": 0.0003376546663542589,
+   "seconds": 0.00013563332396248978,
+   "min": 4.5270673309763255e-05,
+   "max": 0.0004479800270249446,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.891507500014995e-06,
-   "host_backward_canary_seconds": 1.5274830000180374e-05,
+   "host_canary_seconds": 1.1624750000009953e-05,
+   "host_backward_canary_seconds": 2.1704120000549666e-05,
    "pass_seconds": [
-    4.280000831931827e-05,
-    1.6374663760264705e-05,
-    6.133732975771033e-05
+    0.0001741559909035763,
+    0.00010402265874048073,
+    0.00013563332396248978
    ],
    "pass_host_canary_seconds": [
-    9.891507500014995e-06,
-    7.4577250001084395e-06,
-    8.92258000021684e-06
+    1.1624750000009953e-05,
+    1.0354159999792501e-05,
+    1.2033314999939649e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5274830000180374e-05,
-    1.3712810000470199e-05,
-    1.8146434999835034e-05
+    2.1704120000549666e-05,
+    1.9865259999960472e-05,
+    2.217871000084415e-05
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 3.516799956560135e-05,
-   "min": 2.127999998629093e-05,
-   "max": 5.584000051021576e-05,
+   "seconds": 4.82879988849163e-05,
+   "min": 3.2384000718593594e-05,
+   "max": 8.191999793052673e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0535145000005741e-05,
-   "host_backward_canary_seconds": 1.3163389999704124e-05,
+   "host_canary_seconds": 1.155348999986927e-05,
+   "host_backward_canary_seconds": 2.151212000057967e-05,
    "pass_seconds": [
-    3.6671999841928484e-05,
-    2.345599979162216e-05,
-    3.516799956560135e-05
+    4.82879988849163e-05,
+    3.8047999143600466e-05,
+    4.927999898791313e-05
    ],
    "pass_host_canary_seconds": [
-    1.0535145000005741e-05,
-    7.218800000146075e-06,
-    9.059395000008409e-06
+    1.155348999986927e-05,
+    1.0465210000063507e-05,
+    1.1645197500058657e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3163389999704124e-05,
-    1.7985119999934795e-05,
-    1.8127559999925322e-05
+    2.151212000057967e-05,
+    2.0063695000089865e-05,
+    2.913410000019212e-05
    ]
   },
   "layer_backward_maxpool2d": {
-   "seconds": 3.380799572914837e-05,
+   "seconds": 4.519600359102096e-05,
    "min": 0.0,
-   "max": 0.00010283200722187755,
+   "max": 0.0005223799714197716,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0535145000005741e-05,
-   "host_backward_canary_seconds": 1.3163389999704124e-05,
+   "host_canary_seconds": 1.155348999986927e-05,
+   "host_backward_canary_seconds": 2.151212000057967e-05,
    "pass_seconds": [
-    3.380799572914837e-05,
-    0.0,
-    3.503333435704314e-05
+    4.519600359102096e-05,
+    8.875867662330467e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.0535145000005741e-05,
-    7.218800000146075e-06,
-    9.059395000008409e-06
+    1.155348999986927e-05,
+    1.0465210000063507e-05,
+    1.1645197500058657e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3163389999704124e-05,
-    1.7985119999934795e-05,
-    1.8127559999925322e-05
+    2.151212000057967e-05,
+    2.0063695000089865e-05,
+    2.913410000019212e-05
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 4.2879998683929446e-05,
-   "min": 3.28960008919239e-05,
-   "max": 8.627200126647949e-05,
+   "seconds": 6.304000318050384e-05,
+   "min": 5.539200082421303e-05,
+   "max": 0.00014851200580596923,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0483069999907002e-05,
-   "host_backward_canary_seconds": 1.4332154999578962e-05,
+   "host_canary_seconds": 1.1658874999511682e-05,
+   "host_backward_canary_seconds": 2.1637219999774972e-05,
    "pass_seconds": [
-    5.580800026655197e-05,
-    3.484800085425377e-05,
-    4.2879998683929446e-05
+    6.217600032687187e-05,
+    6.304000318050384e-05,
+    7.558400183916092e-05
    ],
    "pass_host_canary_seconds": [
-    1.0483069999907002e-05,
-    7.037217500283077e-06,
-    9.221102499736845e-06
+    1.1658874999511682e-05,
+    1.0456449999765027e-05,
+    1.1482650000402828e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4332154999578962e-05,
-    1.965015499990841e-05,
-    1.8159200000127384e-05
+    2.1637219999774972e-05,
+    2.0070320000513676e-05,
+    2.368897999986075e-05
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 4.9455999396741396e-05,
+   "seconds": 0.00014302533554534115,
    "min": 0.0,
-   "max": 0.00018914532319953044,
+   "max": 0.0007067000040163597,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0483069999907002e-05,
-   "host_backward_canary_seconds": 1.4332154999578962e-05,
+   "host_canary_seconds": 1.1658874999511682e-05,
+   "host_backward_canary_seconds": 2.1637219999774972e-05,
    "pass_seconds": [
-    4.9455999396741396e-05,
-    6.198664506276458e-06,
-    5.836133317401013e-05
+    0.00018106801000734177,
+    7.960666654010612e-05,
+    0.00014302533554534115
    ],
    "pass_host_canary_seconds": [
-    1.0483069999907002e-05,
-    7.037217500283077e-06,
-    9.221102499736845e-06
+    1.1658874999511682e-05,
+    1.0456449999765027e-05,
+    1.1482650000402828e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4332154999578962e-05,
-    1.965015499990841e-05,
-    1.8159200000127384e-05
+    2.1637219999774972e-05,
+    2.0070320000513676e-05,
+    2.368897999986075e-05
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 3.0239999294281007e-05,
-   "min": 2.057600021362305e-05,
-   "max": 6.233600154519081e-05,
+   "seconds": 3.321599960327149e-05,
+   "min": 2.8255999088287354e-05,
+   "max": 0.00016169600188732148,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.861192500011383e-06,
-   "host_backward_canary_seconds": 1.689271999964603e-05,
+   "host_canary_seconds": 1.1501484999598688e-05,
+   "host_backward_canary_seconds": 2.142703499941945e-05,
    "pass_seconds": [
-    3.0239999294281007e-05,
-    2.1695999428629874e-05,
-    3.0912000685930254e-05
+    3.321599960327149e-05,
+    2.9759999364614487e-05,
+    3.8143999874591825e-05
    ],
    "pass_host_canary_seconds": [
-    9.861192500011383e-06,
-    7.346270000141431e-06,
-    9.236660000055963e-06
+    1.1501484999598688e-05,
+    1.0441467499902045e-05,
+    1.2568159999659655e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.689271999964603e-05,
-    1.6508490000433083e-05,
-    1.7643904999999904e-05
+    2.142703499941945e-05,
+    1.9981080000093244e-05,
+    2.368897999986075e-05
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 2.4857327652474267e-05,
+   "seconds": 1.375067544480162e-05,
    "min": 0.0,
-   "max": 0.00028690266919632754,
+   "max": 0.004022161182637016,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.861192500011383e-06,
-   "host_backward_canary_seconds": 1.689271999964603e-05,
+   "host_canary_seconds": 1.1501484999598688e-05,
+   "host_backward_canary_seconds": 2.142703499941945e-05,
    "pass_seconds": [
-    5.112000461667775e-05,
     0.0,
-    2.4857327652474267e-05
+    1.375067544480162e-05,
+    9.99533204982678e-05
    ],
    "pass_host_canary_seconds": [
-    9.861192500011383e-06,
-    7.346270000141431e-06,
-    9.236660000055963e-06
+    1.1501484999598688e-05,
+    1.0441467499902045e-05,
+    1.2568159999659655e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.689271999964603e-05,
-    1.6508490000433083e-05,
-    1.7643904999999904e-05
+    2.142703499941945e-05,
+    1.9981080000093244e-05,
+    2.368897999986075e-05
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 3.855999931693077e-05,
-   "min": 3.055999986827374e-05,
-   "max": 6.531199812889099e-05,
+   "seconds": 5.603199824690819e-05,
+   "min": 4.691199958324432e-05,
+   "max": 0.00034195199608802793,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.927764999986266e-06,
-   "host_backward_canary_seconds": 1.7543894999789698e-05,
+   "host_canary_seconds": 1.1205294999854231e-05,
+   "host_backward_canary_seconds": 2.0550959999354745e-05,
    "pass_seconds": [
-    5.41439987719059e-05,
-    3.558399900794029e-05,
-    3.855999931693077e-05
+    5.1552001386880875e-05,
+    5.603199824690819e-05,
+    6.969600170850754e-05
    ],
    "pass_host_canary_seconds": [
-    9.927764999986266e-06,
-    7.500520000007783e-06,
-    9.14736750019074e-06
+    1.1205294999854231e-05,
+    1.0544782500119254e-05,
+    1.3180044999785423e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7543894999789698e-05,
-    2.2181275000434652e-05,
-    1.6855885000381932e-05
+    2.0550959999354745e-05,
+    2.041507499995987e-05,
+    2.5440800000069432e-05
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 5.3529337358971456e-05,
+   "seconds": 3.822533475855987e-05,
    "min": 0.0,
-   "max": 0.00014164799731224774,
+   "max": 0.000535185348863403,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.927764999986266e-06,
-   "host_backward_canary_seconds": 1.7543894999789698e-05,
+   "host_canary_seconds": 1.1205294999854231e-05,
+   "host_backward_canary_seconds": 2.0550959999354745e-05,
    "pass_seconds": [
-    5.959999840706584e-05,
     0.0,
-    5.3529337358971456e-05
+    5.3494665150841076e-05,
+    3.822533475855987e-05
    ],
    "pass_host_canary_seconds": [
-    9.927764999986266e-06,
-    7.500520000007783e-06,
-    9.14736750019074e-06
+    1.1205294999854231e-05,
+    1.0544782500119254e-05,
+    1.3180044999785423e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7543894999789698e-05,
-    2.2181275000434652e-05,
-    1.6855885000381932e-05
+    2.0550959999354745e-05,
+    2.041507499995987e-05,
+    2.5440800000069432e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 3.580800071358681e-05,
-   "min": 2.1376000717282296e-05,
-   "max": 7.676800340414048e-05,
+   "seconds": 4.112000018358231e-05,
+   "min": 3.2800000160932544e-05,
+   "max": 0.00010156799852848053,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0156964999623596e-05,
-   "host_backward_canary_seconds": 1.7219119999936083e-05,
+   "host_canary_seconds": 1.106649500002277e-05,
+   "host_backward_canary_seconds": 2.079464000075859e-05,
    "pass_seconds": [
-    3.676800057291984e-05,
-    3.3695999532938e-05,
-    3.580800071358681e-05
+    3.5199999809265136e-05,
+    4.112000018358231e-05,
+    4.444799944758415e-05
    ],
    "pass_host_canary_seconds": [
-    1.0156964999623596e-05,
-    7.778152500179659e-06,
-    9.223819999988336e-06
+    1.106649500002277e-05,
+    1.0648602500111792e-05,
+    1.3603290000219204e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7219119999936083e-05,
-    2.1729300000288278e-05,
-    1.6439890000583546e-05
+    2.079464000075859e-05,
+    2.0196604999682677e-05,
+    2.5909639999781577e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 2.648933262874685e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00010555199813097715,
+   "max": 0.0003328813544164102,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0156964999623596e-05,
-   "host_backward_canary_seconds": 1.7219119999936083e-05,
+   "host_canary_seconds": 1.106649500002277e-05,
+   "host_backward_canary_seconds": 2.079464000075859e-05,
    "pass_seconds": [
-    6.238400470465422e-05,
     0.0,
-    2.648933262874685e-05
+    7.637467173238593e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.0156964999623596e-05,
-    7.778152500179659e-06,
-    9.223819999988336e-06
+    1.106649500002277e-05,
+    1.0648602500111792e-05,
+    1.3603290000219204e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7219119999936083e-05,
-    2.1729300000288278e-05,
-    1.6439890000583546e-05
+    2.079464000075859e-05,
+    2.0196604999682677e-05,
+    2.5909639999781577e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 5.660799890756607e-05,
-   "min": 3.7856001406908035e-05,
-   "max": 9.600000083446503e-05,
+   "seconds": 5.737600103020668e-05,
+   "min": 5.023999884724617e-05,
+   "max": 0.00010486400127410889,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.91824750002479e-06,
-   "host_backward_canary_seconds": 1.713297499975397e-05,
+   "host_canary_seconds": 1.1250459999985196e-05,
+   "host_backward_canary_seconds": 2.0622350000394362e-05,
    "pass_seconds": [
-    5.660799890756607e-05,
-    5.8111999183893203e-05,
-    4.201599955558777e-05
+    5.737600103020668e-05,
+    6.531199812889099e-05,
+    5.2767999470233916e-05
    ],
    "pass_host_canary_seconds": [
-    9.91824750002479e-06,
-    7.98850499990067e-06,
-    9.357134999845584e-06
+    1.1250459999985196e-05,
+    1.0729630000128055e-05,
+    1.2021625000215863e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.713297499975397e-05,
-    1.9696130000284032e-05,
-    1.712153000028138e-05
+    2.0622350000394362e-05,
+    1.991373000009844e-05,
+    2.4036130000695266e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 5.429732458045087e-05,
+   "seconds": 9.228005384405528e-06,
    "min": 0.0,
-   "max": 0.00019755866875251134,
+   "max": 0.0004008226537456114,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.91824750002479e-06,
-   "host_backward_canary_seconds": 1.713297499975397e-05,
+   "host_canary_seconds": 1.1250459999985196e-05,
+   "host_backward_canary_seconds": 2.0622350000394362e-05,
    "pass_seconds": [
-    8.34079971536994e-05,
-    6.870669623215987e-06,
-    5.429732458045087e-05
+    9.228005384405528e-06,
+    0.00012891866204639275,
+    9.073328847686453e-06
    ],
    "pass_host_canary_seconds": [
-    9.91824750002479e-06,
-    7.98850499990067e-06,
-    9.357134999845584e-06
+    1.1250459999985196e-05,
+    1.0729630000128055e-05,
+    1.2021625000215863e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.713297499975397e-05,
-    1.9696130000284032e-05,
-    1.712153000028138e-05
+    2.0622350000394362e-05,
+    1.991373000009844e-05,
+    2.4036130000695266e-05
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 2.115200087428093e-05,
-   "min": 1.2959999963641166e-05,
-   "max": 0.00016457599401474,
+   "seconds": 2.131200022995472e-05,
+   "min": 1.4336000196635724e-05,
+   "max": 8.291199803352356e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.979402499880052e-06,
-   "host_backward_canary_seconds": 1.742518499952439e-05,
+   "host_canary_seconds": 1.0129272499739273e-05,
+   "host_backward_canary_seconds": 2.0314954999776093e-05,
    "pass_seconds": [
-    2.160000056028366e-05,
-    1.4303999952971935e-05,
-    2.115200087428093e-05
+    1.5552000142633914e-05,
+    2.2528000175952913e-05,
+    2.131200022995472e-05
    ],
    "pass_host_canary_seconds": [
-    9.979402499880052e-06,
-    7.677207499909854e-06,
-    9.129072500115852e-06
+    1.0129272499739273e-05,
+    1.1076327500063598e-05,
+    1.2084425000011834e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.742518499952439e-05,
-    2.1246310000151423e-05,
-    1.7277940000326452e-05
+    2.0314954999776093e-05,
+    1.982352500021989e-05,
+    2.2604780000392565e-05
    ]
   },
   "layer_backward_flatten": {
-   "seconds": 6.68133081247412e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 5.0799994729459284e-05,
+   "max": 0.0004903852964440982,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.979402499880052e-06,
-   "host_backward_canary_seconds": 1.742518499952439e-05,
+   "host_canary_seconds": 1.0129272499739273e-05,
+   "host_backward_canary_seconds": 2.0314954999776093e-05,
    "pass_seconds": [
-    2.545600291341542e-05,
     0.0,
-    6.68133081247412e-06
+    0.0,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    9.979402499880052e-06,
-    7.677207499909854e-06,
-    9.129072500115852e-06
+    1.0129272499739273e-05,
+    1.1076327500063598e-05,
+    1.2084425000011834e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.742518499952439e-05,
-    2.1246310000151423e-05,
-    1.7277940000326452e-05
+    2.0314954999776093e-05,
+    1.982352500021989e-05,
+    2.2604780000392565e-05
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 3.5424001514911655e-05,
-   "min": 2.26879995316267e-05,
-   "max": 7.161600142717362e-05,
+   "seconds": 4.047999903559685e-05,
+   "min": 2.6016000658273698e-05,
+   "max": 9.87199991941452e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.835299999849667e-06,
-   "host_backward_canary_seconds": 1.7281269999784855e-05,
+   "host_canary_seconds": 1.0420057500084567e-05,
+   "host_backward_canary_seconds": 2.020799499973691e-05,
    "pass_seconds": [
-    3.951999917626381e-05,
-    2.5056000798940658e-05,
-    3.5424001514911655e-05
+    2.8224000707268716e-05,
+    4.4831998646259306e-05,
+    4.047999903559685e-05
    ],
    "pass_host_canary_seconds": [
-    9.835299999849667e-06,
-    7.4709149998852805e-06,
-    9.02487750011005e-06
+    1.0420057500084567e-05,
+    1.1146887500217417e-05,
+    1.1569057500082636e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7281269999784855e-05,
-    1.7581065000058514e-05,
-    1.6957980000142926e-05
+    2.020799499973691e-05,
+    1.9954180000354427e-05,
+    2.302863000011257e-05
    ]
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 9.081330460806712e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00012795866032441457,
+   "max": 0.0002326200095315775,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.835299999849667e-06,
-   "host_backward_canary_seconds": 1.7281269999784855e-05,
+   "host_canary_seconds": 1.0420057500084567e-05,
+   "host_backward_canary_seconds": 2.020799499973691e-05,
    "pass_seconds": [
-    2.6704001240432257e-05,
     0.0,
-    9.081330460806712e-06
+    5.7826706518729234e-06,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    9.835299999849667e-06,
-    7.4709149998852805e-06,
-    9.02487750011005e-06
+    1.0420057500084567e-05,
+    1.1146887500217417e-05,
+    1.1569057500082636e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7281269999784855e-05,
-    1.7581065000058514e-05,
-    1.6957980000142926e-05
+    2.020799499973691e-05,
+    1.9954180000354427e-05,
+    2.302863000011257e-05
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.4336000196635724e-05,
-   "min": 1.1839999817311763e-05,
-   "max": 0.00012025599926710128,
+   "seconds": 1.9200000911951066e-05,
+   "min": 1.7599999904632568e-05,
+   "max": 4.1919998824596406e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.753594999892812e-06,
-   "host_backward_canary_seconds": 1.5124975000162522e-05,
+   "host_canary_seconds": 1.1996710000232725e-05,
+   "host_backward_canary_seconds": 2.0452040000122904e-05,
    "pass_seconds": [
-    1.8335999920964242e-05,
-    1.2223999947309494e-05,
-    1.4336000196635724e-05
+    1.91040001809597e-05,
+    1.9936000928282736e-05,
+    1.9200000911951066e-05
    ],
    "pass_host_canary_seconds": [
-    9.753594999892812e-06,
-    7.504459999836399e-06,
-    9.290267499864057e-06
+    1.1996710000232725e-05,
+    1.090848250015597e-05,
+    1.1394219999942834e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5124975000162522e-05,
-    1.640576999989207e-05,
-    1.6694965000283444e-05
+    2.0452040000122904e-05,
+    2.0486619999928733e-05,
+    2.255667499980518e-05
    ]
   },
   "layer_backward_reshape": {
-   "seconds": 1.8960003741085507e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00016251199413090943,
+   "max": 0.0,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.753594999892812e-06,
-   "host_backward_canary_seconds": 1.5124975000162522e-05,
+   "host_canary_seconds": 1.1996710000232725e-05,
+   "host_backward_canary_seconds": 2.0452040000122904e-05,
    "pass_seconds": [
-    1.8960003741085507e-05,
     0.0,
-    1.9193330158789973e-05
+    0.0,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    9.753594999892812e-06,
-    7.504459999836399e-06,
-    9.290267499864057e-06
+    1.1996710000232725e-05,
+    1.090848250015597e-05,
+    1.1394219999942834e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5124975000162522e-05,
-    1.640576999989207e-05,
-    1.6694965000283444e-05
+    2.0452040000122904e-05,
+    2.0486619999928733e-05,
+    2.255667499980518e-05
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 2.6752000674605368e-05,
-   "min": 2.127999998629093e-05,
-   "max": 5.6832000613212586e-05,
+   "seconds": 3.513599932193756e-05,
+   "min": 3.1360000371932985e-05,
+   "max": 6.188800185918808e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.88114999984191e-06,
-   "host_backward_canary_seconds": 1.3350104999858559e-05,
+   "host_canary_seconds": 1.1389647499981948e-05,
+   "host_backward_canary_seconds": 2.2063975000037316e-05,
    "pass_seconds": [
-    3.459199890494346e-05,
-    2.2528000175952913e-05,
-    2.6752000674605368e-05
+    3.3504001796245576e-05,
+    3.513599932193756e-05,
+    3.558399900794029e-05
    ],
    "pass_host_canary_seconds": [
-    9.88114999984191e-06,
-    7.4170300001696885e-06,
-    9.219449999875451e-06
+    1.1389647499981948e-05,
+    1.1020092499904877e-05,
+    1.17952349998518e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3350104999858559e-05,
-    1.4925764999702552e-05,
-    1.6613680000432395e-05
+    2.2063975000037316e-05,
+    2.0329414999764596e-05,
+    2.3000594999871282e-05
    ]
   },
   "layer_backward_reshape_autocast": {
-   "seconds": 1.5152002684771994e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 9.295333021630846e-05,
+   "max": 3.336666462322075e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.88114999984191e-06,
-   "host_backward_canary_seconds": 1.3350104999858559e-05,
+   "host_canary_seconds": 1.1389647499981948e-05,
+   "host_backward_canary_seconds": 2.2063975000037316e-05,
    "pass_seconds": [
-    1.5152002684771994e-05,
     0.0,
-    3.055333190908037e-05
+    0.0,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    9.88114999984191e-06,
-    7.4170300001696885e-06,
-    9.219449999875451e-06
+    1.1389647499981948e-05,
+    1.1020092499904877e-05,
+    1.17952349998518e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3350104999858559e-05,
-    1.4925764999702552e-05,
-    1.6613680000432395e-05
+    2.2063975000037316e-05,
+    2.0329414999764596e-05,
+    2.3000594999871282e-05
    ]
   },
   "layer_forward_slice": {
-   "seconds": 1.9551999866962432e-05,
-   "min": 1.2864000163972378e-05,
-   "max": 3.920000046491623e-05,
+   "seconds": 2.099199965596199e-05,
+   "min": 1.8592000007629396e-05,
+   "max": 3.756799921393395e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0041974999808189e-05,
-   "host_backward_canary_seconds": 1.527050499987581e-05,
+   "host_canary_seconds": 1.0509964999982912e-05,
+   "host_backward_canary_seconds": 2.2829475000207822e-05,
    "pass_seconds": [
-    2.019199915230274e-05,
-    1.3439999893307686e-05,
-    1.9551999866962432e-05
+    2.659199945628643e-05,
+    2.099199965596199e-05,
+    2.0864000543951988e-05
    ],
    "pass_host_canary_seconds": [
-    1.0041974999808189e-05,
-    7.2862500002202065e-06,
-    8.80598999998483e-06
+    1.0509964999982912e-05,
+    1.0936412499802374e-05,
+    1.1667902499823413e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.527050499987581e-05,
-    1.818900499984011e-05,
-    1.6679139999951076e-05
+    2.2829475000207822e-05,
+    1.9685495000203447e-05,
+    2.340457000002516e-05
    ]
   },
   "layer_backward_slice": {
-   "seconds": 3.298533366372189e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 8.833599556237458e-05,
+   "max": 0.00011061466795702772,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0041974999808189e-05,
-   "host_backward_canary_seconds": 1.527050499987581e-05,
+   "host_canary_seconds": 1.0509964999982912e-05,
+   "host_backward_canary_seconds": 2.2829475000207822e-05,
    "pass_seconds": [
-    5.3071995265781865e-05,
-    9.506711115439781e-07,
-    3.298533366372189e-05
+    0.0,
+    3.058267695208388e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.0041974999808189e-05,
-    7.2862500002202065e-06,
-    8.80598999998483e-06
+    1.0509964999982912e-05,
+    1.0936412499802374e-05,
+    1.1667902499823413e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.527050499987581e-05,
-    1.818900499984011e-05,
-    1.6679139999951076e-05
+    2.2829475000207822e-05,
+    1.9685495000203447e-05,
+    2.340457000002516e-05
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 2.8351999819278716e-05,
-   "min": 2.179200015962124e-05,
-   "max": 8.271999657154083e-05,
+   "seconds": 3.6671999841928484e-05,
+   "min": 2.3360000923275948e-05,
+   "max": 0.00013174399733543397,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0214305000033619e-05,
-   "host_backward_canary_seconds": 1.7072070000381246e-05,
+   "host_canary_seconds": 9.666554999796517e-06,
+   "host_backward_canary_seconds": 2.179545000046801e-05,
    "pass_seconds": [
-    4.0800001472234724e-05,
-    2.3264000192284583e-05,
-    2.8351999819278716e-05
+    2.598400041460991e-05,
+    3.6671999841928484e-05,
+    3.830400109291077e-05
    ],
    "pass_host_canary_seconds": [
-    1.0214305000033619e-05,
-    7.63351500012277e-06,
-    9.032947500315912e-06
+    9.666554999796517e-06,
+    1.0632712499898388e-05,
+    1.1851047499931155e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7072070000381246e-05,
-    2.0973735000211492e-05,
-    1.660957499950655e-05
+    2.179545000046801e-05,
+    1.991940499976863e-05,
+    2.3295464999932846e-05
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 4.424933002640806e-05,
+   "seconds": 8.268005525072475e-06,
    "min": 0.0,
-   "max": 9.550399612635372e-05,
+   "max": 0.00010833198515077438,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0214305000033619e-05,
-   "host_backward_canary_seconds": 1.7072070000381246e-05,
+   "host_canary_seconds": 9.666554999796517e-06,
+   "host_backward_canary_seconds": 2.179545000046801e-05,
    "pass_seconds": [
-    6.251200567930935e-05,
-    2.9986643542846122e-06,
-    4.424933002640806e-05
+    8.268005525072475e-06,
+    5.403866929312544e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.0214305000033619e-05,
-    7.63351500012277e-06,
-    9.032947500315912e-06
+    9.666554999796517e-06,
+    1.0632712499898388e-05,
+    1.1851047499931155e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7072070000381246e-05,
-    2.0973735000211492e-05,
-    1.660957499950655e-05
+    2.179545000046801e-05,
+    1.991940499976863e-05,
+    2.3295464999932846e-05
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.796571378196989e-05,
-   "min": 1.5024761536291669e-05,
-   "max": 1.8423618305297126e-05,
+   "seconds": 1.947809596146856e-05,
+   "min": 1.9330286199138278e-05,
+   "max": 2.097447677737191e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4957,36 +4957,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.5392001271247867e-05,
-    8.780799806118011e-05,
-    0.00030438399314880373
+    2.7775999158620835e-05,
+    8.902399986982346e-05,
+    0.0003188160061836243
    ],
    "forward_ops": {
     "aten::clone": 1.0,
     "aten::transpose": 1.0
    },
-   "host_canary_seconds": 9.664637499895434e-06,
-   "host_backward_canary_seconds": 1.8182029999707084e-05,
+   "host_canary_seconds": 1.026759749976236e-05,
+   "host_backward_canary_seconds": 2.1473720000244612e-05,
    "pass_seconds": [
-    1.796571378196989e-05,
-    1.8423618305297126e-05,
-    1.5024761536291669e-05
+    1.9330286199138278e-05,
+    1.947809596146856e-05,
+    2.097447677737191e-05
    ],
    "pass_host_canary_seconds": [
-    9.664637499895434e-06,
-    7.954444999995757e-06,
-    9.171804999823507e-06
+    1.026759749976236e-05,
+    1.0639939999919079e-05,
+    1.2325115000066944e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8182029999707084e-05,
-    2.039146000015535e-05,
-    1.7571310000903394e-05
+    2.1473720000244612e-05,
+    2.078829500021584e-05,
+    2.288627999973869e-05
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.519923745876267e-05,
-   "min": 1.1548954106512521e-05,
-   "max": 1.9034668448425475e-05,
+   "seconds": 2.4264378384465264e-05,
+   "min": 2.2798477184204833e-05,
+   "max": 2.9767620066801705e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4995,9 +4995,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014982399344444275,
-    0.00026304000616073607,
-    0.000705568015575409
+    0.0001722559928894043,
+    0.00022368000447750092,
+    0.00077920001745224
    ],
    "backward_nodes_per_layer": 2.0,
    "backward_ops": {
@@ -5006,28 +5006,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::new_empty_strided": -0.3333333333333333,
     "aten::transpose": 1.0
    },
-   "host_canary_seconds": 9.664637499895434e-06,
-   "host_backward_canary_seconds": 1.8182029999707084e-05,
+   "host_canary_seconds": 1.026759749976236e-05,
+   "host_backward_canary_seconds": 2.1473720000244612e-05,
    "pass_seconds": [
-    1.9034668448425475e-05,
-    1.1548954106512521e-05,
-    1.519923745876267e-05
+    2.2798477184204833e-05,
+    2.4264378384465264e-05,
+    2.9767620066801705e-05
    ],
    "pass_host_canary_seconds": [
-    9.664637499895434e-06,
-    7.954444999995757e-06,
-    9.171804999823507e-06
+    1.026759749976236e-05,
+    1.0639939999919079e-05,
+    1.2325115000066944e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8182029999707084e-05,
-    2.039146000015535e-05,
-    1.7571310000903394e-05
+    2.1473720000244612e-05,
+    2.078829500021584e-05,
+    2.288627999973869e-05
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.2853333283038366e-05,
-   "min": 1.1415619048334304e-05,
-   "max": 1.5159619883412408e-05,
+   "seconds": 2.1750094635146006e-05,
+   "min": 1.3961903750896455e-05,
+   "max": 2.22209527024201e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5036,36 +5036,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.2607998698949814e-05,
-    6.828799843788146e-05,
-    0.00020431999862194063
+    6.595200300216675e-05,
+    9.328000247478485e-05,
+    0.0002705279886722565
    ],
    "forward_ops": {
     "aten::clone": 1.0,
     "aten::transpose": 1.0
    },
-   "host_canary_seconds": 7.090870000183714e-06,
-   "host_backward_canary_seconds": 1.7601160000140225e-05,
+   "host_canary_seconds": 1.0797919999845362e-05,
+   "host_backward_canary_seconds": 2.154035999978987e-05,
    "pass_seconds": [
-    1.1415619048334304e-05,
-    1.2853333283038366e-05,
-    1.5159619883412408e-05
+    1.3961903750896455e-05,
+    2.22209527024201e-05,
+    2.1750094635146006e-05
    ],
    "pass_host_canary_seconds": [
-    7.090870000183714e-06,
-    7.266535000098884e-06,
-    9.028814999965107e-06
+    1.0797919999845362e-05,
+    1.048440499971548e-05,
+    1.2436455000113256e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7601160000140225e-05,
-    1.574984999933804e-05,
-    1.8450009999924077e-05
+    2.154035999978987e-05,
+    2.1341369999845484e-05,
+    2.359589500031234e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.5256378090097792e-05,
-   "min": 6.593522571382069e-06,
-   "max": 2.9944379947015215e-05,
+   "seconds": 2.011352298515183e-05,
+   "min": 1.3028572003046665e-05,
+   "max": 3.9865909942558835e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5074,9 +5074,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001321280002593994,
-    0.00019529600441455842,
-    0.0007322239875793457
+    0.00022991999983787537,
+    0.00028678399324417114,
+    0.0010024640560150147
    ],
    "backward_nodes_per_layer": 2.0,
    "backward_ops": {
@@ -5085,124 +5085,124 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::new_empty_strided": -0.3333333333333333,
     "aten::transpose": 1.0
    },
-   "host_canary_seconds": 7.090870000183714e-06,
-   "host_backward_canary_seconds": 1.7601160000140225e-05,
+   "host_canary_seconds": 1.0797919999845362e-05,
+   "host_backward_canary_seconds": 2.154035999978987e-05,
    "pass_seconds": [
-    2.9944379947015215e-05,
-    6.593522571382069e-06,
-    1.5256378090097792e-05
+    3.9865909942558835e-05,
+    2.011352298515183e-05,
+    1.3028572003046665e-05
    ],
    "pass_host_canary_seconds": [
-    7.090870000183714e-06,
-    7.266535000098884e-06,
-    9.028814999965107e-06
+    1.0797919999845362e-05,
+    1.048440499971548e-05,
+    1.2436455000113256e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7601160000140225e-05,
-    1.574984999933804e-05,
-    1.8450009999924077e-05
+    2.154035999978987e-05,
+    2.1341369999845484e-05,
+    2.359589500031234e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 2.5056000798940658e-05,
-   "min": 1.836800016462803e-05,
-   "max": 5.4976001381874084e-05,
+   "seconds": 3.417599946260452e-05,
+   "min": 3.0239999294281007e-05,
+   "max": 6.012799963355064e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.915680000176507e-06,
-   "host_backward_canary_seconds": 1.671128999987559e-05,
+   "host_canary_seconds": 1.1816434999900594e-05,
+   "host_backward_canary_seconds": 2.118111999948269e-05,
    "pass_seconds": [
-    3.2127998769283294e-05,
-    2.0287999883294106e-05,
-    2.5056000798940658e-05
+    3.756799921393395e-05,
+    3.347200155258179e-05,
+    3.417599946260452e-05
    ],
    "pass_host_canary_seconds": [
-    9.915680000176507e-06,
-    7.218414999954348e-06,
-    9.53373500010457e-06
+    1.1816434999900594e-05,
+    1.0646310000197446e-05,
+    1.2613160000114475e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.671128999987559e-05,
-    1.6313410000066142e-05,
-    1.5132135000044401e-05
+    2.118111999948269e-05,
+    2.1310879999987266e-05,
+    2.699510000013561e-05
    ]
   },
   "layer_backward_cat": {
-   "seconds": 1.8361330342789523e-05,
+   "seconds": 1.7910673593481363e-05,
    "min": 0.0,
-   "max": 0.00016110400762408972,
+   "max": 0.00018225201157232135,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.915680000176507e-06,
-   "host_backward_canary_seconds": 1.671128999987559e-05,
+   "host_canary_seconds": 1.1816434999900594e-05,
+   "host_backward_canary_seconds": 2.118111999948269e-05,
    "pass_seconds": [
-    3.3296003006398666e-05,
-    0.0,
-    1.8361330342789523e-05
+    2.3500002299745953e-05,
+    1.7910673593481363e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    9.915680000176507e-06,
-    7.218414999954348e-06,
-    9.53373500010457e-06
+    1.1816434999900594e-05,
+    1.0646310000197446e-05,
+    1.2613160000114475e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.671128999987559e-05,
-    1.6313410000066142e-05,
-    1.5132135000044401e-05
+    2.118111999948269e-05,
+    2.1310879999987266e-05,
+    2.699510000013561e-05
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 3.225599974393845e-05,
-   "min": 2.7807999402284623e-05,
-   "max": 6.134400144219398e-05,
+   "seconds": 5.2319999784231185e-05,
+   "min": 4.665600135922432e-05,
+   "max": 8.774399757385253e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.636127500096791e-06,
-   "host_backward_canary_seconds": 1.62407649997931e-05,
+   "host_canary_seconds": 1.1664847499730512e-05,
+   "host_backward_canary_seconds": 2.0638780000012958e-05,
    "pass_seconds": [
-    3.014400042593479e-05,
-    3.225599974393845e-05,
-    3.939199820160866e-05
+    5.2319999784231185e-05,
+    5.142400041222572e-05,
+    5.270399898290634e-05
    ],
    "pass_host_canary_seconds": [
-    8.636127500096791e-06,
-    7.1169675001669935e-06,
-    9.42145999999866e-06
+    1.1664847499730512e-05,
+    1.0455625000247437e-05,
+    1.2201627500019186e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.62407649997931e-05,
-    1.4281535000009171e-05,
-    1.417415999981131e-05
+    2.0638780000012958e-05,
+    2.026697999951921e-05,
+    2.8922900000338814e-05
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 2.1295999176800236e-05,
+   "seconds": 8.587993060549189e-06,
    "min": 0.0,
-   "max": 0.00011755199450999497,
+   "max": 0.00020871599701543654,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.636127500096791e-06,
-   "host_backward_canary_seconds": 1.62407649997931e-05,
+   "host_canary_seconds": 1.1664847499730512e-05,
+   "host_backward_canary_seconds": 2.0638780000012958e-05,
    "pass_seconds": [
-    2.1295999176800236e-05,
-    0.0,
-    3.346533359338842e-05
+    8.587993060549189e-06,
+    1.9702668612201976e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    8.636127500096791e-06,
-    7.1169675001669935e-06,
-    9.42145999999866e-06
+    1.1664847499730512e-05,
+    1.0455625000247437e-05,
+    1.2201627500019186e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.62407649997931e-05,
-    1.4281535000009171e-05,
-    1.417415999981131e-05
+    2.0638780000012958e-05,
+    2.026697999951921e-05,
+    2.8922900000338814e-05
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 8.53417171608834e-05,
-   "min": 8.207466240440096e-05,
-   "max": 0.00010647695653495334,
+   "seconds": 0.00013985523581504822,
+   "min": 0.00011979351937770844,
+   "max": 0.00013996114901133945,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5211,9 +5211,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.516800194978714e-05,
-    0.00029737600684165953,
-    0.0013116159439086914
+    0.0001443839967250824,
+    0.0006645439863204956,
+    0.0022757439613342286
    ],
    "forward_ops": {
     "aten::add": 2.0,
@@ -5222,28 +5222,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::pow": 1.0,
     "aten::tanh": 1.0
    },
-   "host_canary_seconds": 7.356575000017074e-06,
-   "host_backward_canary_seconds": 1.786914000035722e-05,
+   "host_canary_seconds": 1.2027665000005073e-05,
+   "host_backward_canary_seconds": 2.339804000030199e-05,
    "pass_seconds": [
-    8.207466240440096e-05,
-    8.53417171608834e-05,
-    0.00010647695653495334
+    0.00013985523581504822,
+    0.00011979351937770844,
+    0.00013996114901133945
    ],
    "pass_host_canary_seconds": [
-    7.356575000017074e-06,
-    7.624984999949902e-06,
-    9.29800999983854e-06
+    1.2027665000005073e-05,
+    1.04564800000162e-05,
+    1.2060527499784257e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.786914000035722e-05,
-    1.612985999997818e-05,
-    1.7962160000024597e-05
+    2.339804000030199e-05,
+    2.0742575000554097e-05,
+    2.3477470000443647e-05
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.0001708837935612316,
-   "min": 0.0001621470646489234,
-   "max": 0.00018351390993311296,
+   "seconds": 0.0002077874356792087,
+   "min": 0.00019327162064257123,
+   "max": 0.00022740571839468824,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5252,9 +5252,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00040211200714111326,
-    0.0012053439617156982,
-    0.00408896017074585
+    0.0007136960029602051,
+    0.0019194879531860352,
+    0.005982624053955078
    ],
    "backward_nodes_per_layer": 8.0,
    "backward_ops": {
@@ -5265,28 +5265,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::pow": 1.0,
     "aten::tanh_backward": 1.0
    },
-   "host_canary_seconds": 7.356575000017074e-06,
-   "host_backward_canary_seconds": 1.786914000035722e-05,
+   "host_canary_seconds": 1.2027665000005073e-05,
+   "host_backward_canary_seconds": 2.339804000030199e-05,
    "pass_seconds": [
-    0.0001621470646489234,
-    0.0001708837935612316,
-    0.00018351390993311296
+    0.0002077874356792087,
+    0.00019327162064257123,
+    0.00022740571839468824
    ],
    "pass_host_canary_seconds": [
-    7.356575000017074e-06,
-    7.624984999949902e-06,
-    9.29800999983854e-06
+    1.2027665000005073e-05,
+    1.04564800000162e-05,
+    1.2060527499784257e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.786914000035722e-05,
-    1.612985999997818e-05,
-    1.7962160000024597e-05
+    2.339804000030199e-05,
+    2.0742575000554097e-05,
+    2.3477470000443647e-05
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00011577905146848588,
-   "min": 0.00011350171197028387,
-   "max": 0.00012461409859714054,
+   "seconds": 0.00012119466917855399,
+   "min": 0.00012021181058316003,
+   "max": 0.00012748800005231583,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5295,9 +5295,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001502079963684082,
-    0.0005207679867744446,
-    0.0018627519607543946
+    0.00018694399297237396,
+    0.000587776005268097,
+    0.0020035200119018553
    ],
    "forward_ops": {
     "aten::add": 2.0,
@@ -5306,28 +5306,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::pow": 1.0,
     "aten::tanh": 1.0
    },
-   "host_canary_seconds": 9.884294999551458e-06,
-   "host_backward_canary_seconds": 1.7691409999542886e-05,
+   "host_canary_seconds": 1.1501179999982014e-05,
+   "host_backward_canary_seconds": 2.3368390000086947e-05,
    "pass_seconds": [
-    0.00011350171197028387,
-    0.00012461409859714054,
-    0.00011577905146848588
+    0.00012021181058316003,
+    0.00012119466917855399,
+    0.00012748800005231583
    ],
    "pass_host_canary_seconds": [
-    9.884294999551458e-06,
-    9.695625000176733e-06,
-    9.765230000198244e-06
+    1.1501179999982014e-05,
+    1.0822044999940771e-05,
+    1.2320984999973917e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7691409999542886e-05,
-    1.655499500031965e-05,
-    1.8709639999769933e-05
+    2.3368390000086947e-05,
+    1.964105499951074e-05,
+    2.487416999997549e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00016400151735260375,
-   "min": 0.0001362621042700041,
-   "max": 0.00017047543397971562,
+   "seconds": 0.0002250704857565108,
+   "min": 0.00018220418691635134,
+   "max": 0.00023491884980882918,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5336,9 +5336,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006062719821929932,
-    0.0014826879501342774,
-    0.004783455848693848
+    0.0006783360242843628,
+    0.0017725440263748169,
+    0.005877024173736573
    ],
    "backward_nodes_per_layer": 8.0,
    "backward_ops": {
@@ -5349,28 +5349,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::pow": 1.0,
     "aten::tanh_backward": 1.0
    },
-   "host_canary_seconds": 9.884294999551458e-06,
-   "host_backward_canary_seconds": 1.7691409999542886e-05,
+   "host_canary_seconds": 1.1501179999982014e-05,
+   "host_backward_canary_seconds": 2.3368390000086947e-05,
    "pass_seconds": [
-    0.00016400151735260375,
-    0.0001362621042700041,
-    0.00017047543397971562
+    0.0002250704857565108,
+    0.00018220418691635134,
+    0.00023491884980882918
    ],
    "pass_host_canary_seconds": [
-    9.884294999551458e-06,
-    9.695625000176733e-06,
-    9.765230000198244e-06
+    1.1501179999982014e-05,
+    1.0822044999940771e-05,
+    1.2320984999973917e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7691409999542886e-05,
-    1.655499500031965e-05,
-    1.8709639999769933e-05
+    2.3368390000086947e-05,
+    1.964105499951074e-05,
+    2.487416999997549e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.00038487617316700166,
-   "min": 0.00019206400854246958,
-   "max": 0.00044270780256816316,
+   "seconds": 0.00043301179295494446,
+   "min": 0.0003718552277201698,
+   "max": 0.00044090363241377334,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5379,9 +5379,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0004544000029563904,
-    0.0009198079705238342,
-    0.0032984321117401124
+    0.0005410240292549134,
+    0.0014099520444869995,
+    0.006892831802368164
    ],
    "forward_ops": {
     "aten::_softmax": 1.0,
@@ -5398,28 +5398,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::unsqueeze": 1.0,
     "aten::view": 9.0
    },
-   "host_canary_seconds": 7.079204999911326e-06,
-   "host_backward_canary_seconds": 1.7297899999562107e-05,
+   "host_canary_seconds": 1.1749667499998395e-05,
+   "host_backward_canary_seconds": 2.376929499973812e-05,
    "pass_seconds": [
-    0.00019206400854246958,
-    0.00038487617316700166,
-    0.00044270780256816316
+    0.00043301179295494446,
+    0.00044090363241377334,
+    0.0003718552277201698
    ],
    "pass_host_canary_seconds": [
-    7.079204999911326e-06,
-    1.0528567500216468e-05,
-    9.811385000375594e-06
+    1.1749667499998395e-05,
+    1.1087594999708018e-05,
+    1.243681000005381e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7297899999562107e-05,
-    1.974671500022396e-05,
-    2.012683000089055e-05
+    2.376929499973812e-05,
+    2.0497829999612805e-05,
+    2.5029299999914654e-05
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0006974096000194551,
-   "min": 0.0004731321718011583,
-   "max": 0.0007274491361209324,
+   "seconds": 0.0008391650177183604,
+   "min": 0.0005784883073398045,
+   "max": 0.0008846994439760842,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5428,9 +5428,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0014422719478607178,
-    0.00410700798034668,
-    0.011643263816833496
+    0.001892416000366211,
+    0.005974783897399903,
+    0.02106368064880371
    ],
    "backward_nodes_per_layer": 35.0,
    "backward_ops": {
@@ -5451,28 +5451,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::unsqueeze": 1.0,
     "aten::view": 7.0
    },
-   "host_canary_seconds": 7.079204999911326e-06,
-   "host_backward_canary_seconds": 1.7297899999562107e-05,
+   "host_canary_seconds": 1.1749667499998395e-05,
+   "host_backward_canary_seconds": 2.376929499973812e-05,
    "pass_seconds": [
-    0.0004731321718011583,
-    0.0006974096000194551,
-    0.0007274491361209324
+    0.0008391650177183604,
+    0.0005784883073398045,
+    0.0008846994439760842
    ],
    "pass_host_canary_seconds": [
-    7.079204999911326e-06,
-    1.0528567500216468e-05,
-    9.811385000375594e-06
+    1.1749667499998395e-05,
+    1.1087594999708018e-05,
+    1.243681000005381e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7297899999562107e-05,
-    1.974671500022396e-05,
-    2.012683000089055e-05
+    2.376929499973812e-05,
+    2.0497829999612805e-05,
+    2.5029299999914654e-05
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.00046345827125367667,
-   "min": 0.000302291058358692,
-   "max": 0.0005597752219154721,
+   "seconds": 0.0005725523857843308,
+   "min": 0.0004929089290755135,
+   "max": 0.0005796807465099154,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5481,9 +5481,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0005782719850540161,
-    0.0012316160202026367,
-    0.005028128147125244
+    0.0007824959754943847,
+    0.0025015039443969725,
+    0.00937123203277588
    ],
    "forward_ops": {
     "aten::_softmax": 1.0,
@@ -5501,28 +5501,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::unsqueeze": 1.0,
     "aten::view": 9.0
    },
-   "host_canary_seconds": 7.205644999999094e-06,
-   "host_backward_canary_seconds": 1.616850000004888e-05,
+   "host_canary_seconds": 1.2012150000373367e-05,
+   "host_backward_canary_seconds": 2.3313539999207932e-05,
    "pass_seconds": [
-    0.000302291058358692,
-    0.00046345827125367667,
-    0.0005597752219154721
+    0.0005725523857843308,
+    0.0004929089290755135,
+    0.0005796807465099154
    ],
    "pass_host_canary_seconds": [
-    7.205644999999094e-06,
-    9.978299999602314e-06,
-    9.990422499868146e-06
+    1.2012150000373367e-05,
+    1.069507500005784e-05,
+    1.240674500024852e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.616850000004888e-05,
-    1.6380080000999443e-05,
-    2.0131105000587016e-05
+    2.3313539999207932e-05,
+    2.099483000051805e-05,
+    2.495542999895406e-05
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0006384944461640858,
-   "min": 0.0005478918609165007,
-   "max": 0.0008356327953792755,
+   "seconds": 0.0009167839913141158,
+   "min": 0.0008407703496160964,
+   "max": 0.001088119679973239,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5531,9 +5531,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0014342080354690552,
-    0.004153439998626709,
-    0.015511615753173828
+    0.0025572800636291504,
+    0.006552927970886231,
+    0.024739871978759764
    ],
    "backward_nodes_per_layer": 41.0,
    "backward_ops": {
@@ -5555,28 +5555,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::unsqueeze": 1.0,
     "aten::view": 7.0
    },
-   "host_canary_seconds": 7.205644999999094e-06,
-   "host_backward_canary_seconds": 1.616850000004888e-05,
+   "host_canary_seconds": 1.2012150000373367e-05,
+   "host_backward_canary_seconds": 2.3313539999207932e-05,
    "pass_seconds": [
-    0.0006384944461640858,
-    0.0005478918609165007,
-    0.0008356327953792755
+    0.0009167839913141158,
+    0.0008407703496160964,
+    0.001088119679973239
    ],
    "pass_host_canary_seconds": [
-    7.205644999999094e-06,
-    9.978299999602314e-06,
-    9.990422499868146e-06
+    1.2012150000373367e-05,
+    1.069507500005784e-05,
+    1.240674500024852e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.616850000004888e-05,
-    1.6380080000999443e-05,
-    2.0131105000587016e-05
+    2.3313539999207932e-05,
+    2.099483000051805e-05,
+    2.495542999895406e-05
    ]
   },
   "layer_forward_cast": {
-   "seconds": 1.509790424080122e-05,
-   "min": 9.582476601714179e-06,
-   "max": 1.5112380186716715e-05,
+   "seconds": 1.6571427917196636e-05,
+   "min": 1.2713143158526647e-05,
+   "max": 1.6754286097628728e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5585,35 +5585,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.9168000668287278e-05,
-    4.899200052022934e-05,
-    0.00016326400637626647
+    4.1471999138593675e-05,
+    8.620800077915192e-05,
+    0.00028838399052619933
    ],
    "forward_ops": {
     "aten::_to_copy": 1.0
    },
-   "host_canary_seconds": 6.8182550000983615e-06,
-   "host_backward_canary_seconds": 1.3850469999852068e-05,
+   "host_canary_seconds": 1.15215150003678e-05,
+   "host_backward_canary_seconds": 2.1776859999818042e-05,
    "pass_seconds": [
-    9.582476601714179e-06,
-    1.509790424080122e-05,
-    1.5112380186716715e-05
+    1.6571427917196636e-05,
+    1.6754286097628728e-05,
+    1.2713143158526647e-05
    ],
    "pass_host_canary_seconds": [
-    6.8182550000983615e-06,
-    1.0212402500258122e-05,
-    9.989279999729205e-06
+    1.15215150003678e-05,
+    1.1160712499815873e-05,
+    1.2368309999715165e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3850469999852068e-05,
-    1.8854924999800462e-05,
-    1.9160329999863278e-05
+    2.1776859999818042e-05,
+    2.0170180000036454e-05,
+    2.2680330000639516e-05
    ]
   },
   "layer_backward_cast": {
-   "seconds": 2.4461716945682254e-05,
-   "min": 1.531580942017692e-05,
-   "max": 2.7702095962706064e-05,
+   "seconds": 2.8044190257787702e-05,
+   "min": 2.7965716130676722e-05,
+   "max": 2.8239237055892035e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5622,9 +5622,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.212800115346908e-05,
-    0.00017785599827766418,
-    0.0004692800045013428
+    0.00020640000700950623,
+    0.0002967360019683838,
+    0.0008600320219993591
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -5632,28 +5632,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::add_": 0.3333333333333333,
     "aten::detach": -0.3333333333333333
    },
-   "host_canary_seconds": 6.8182550000983615e-06,
-   "host_backward_canary_seconds": 1.3850469999852068e-05,
+   "host_canary_seconds": 1.15215150003678e-05,
+   "host_backward_canary_seconds": 2.1776859999818042e-05,
    "pass_seconds": [
-    1.531580942017692e-05,
-    2.4461716945682254e-05,
-    2.7702095962706064e-05
+    2.7965716130676722e-05,
+    2.8044190257787702e-05,
+    2.8239237055892035e-05
    ],
    "pass_host_canary_seconds": [
-    6.8182550000983615e-06,
-    1.0212402500258122e-05,
-    9.989279999729205e-06
+    1.15215150003678e-05,
+    1.1160712499815873e-05,
+    1.2368309999715165e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3850469999852068e-05,
-    1.8854924999800462e-05,
-    1.9160329999863278e-05
+    2.1776859999818042e-05,
+    2.0170180000036454e-05,
+    2.2680330000639516e-05
    ]
   },
   "layer_forward_cast_autocast": {
-   "seconds": 1.5571810127723786e-05,
-   "min": 9.538285256851288e-06,
-   "max": 1.5705905499912444e-05,
+   "seconds": 1.642209557550294e-05,
+   "min": 1.5256381105808984e-05,
+   "max": 1.7506286501884464e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5662,35 +5662,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9311999678611756e-05,
-    6.0896001756191256e-05,
-    0.00017337599396705629
+    6.140799820423126e-05,
+    0.00011673600226640701,
+    0.0003097600042819977
    ],
    "forward_ops": {
     "aten::_to_copy": 1.0
    },
-   "host_canary_seconds": 6.823560000270845e-06,
-   "host_backward_canary_seconds": 1.3073024999812333e-05,
+   "host_canary_seconds": 1.1565570000016124e-05,
+   "host_backward_canary_seconds": 2.3795399999926304e-05,
    "pass_seconds": [
-    9.538285256851288e-06,
-    1.5571810127723786e-05,
-    1.5705905499912444e-05
+    1.642209557550294e-05,
+    1.5256381105808984e-05,
+    1.7506286501884464e-05
    ],
    "pass_host_canary_seconds": [
-    6.823560000270845e-06,
-    9.964369999977407e-06,
-    9.957427500069117e-06
+    1.1565570000016124e-05,
+    1.0578150000242204e-05,
+    1.1904085000082886e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3073024999812333e-05,
-    1.9625320000500323e-05,
-    1.8908819999410298e-05
+    2.3795399999926304e-05,
+    1.9617634999917752e-05,
+    2.2680330000639516e-05
    ]
   },
   "layer_backward_cast_autocast": {
-   "seconds": 2.258514346820967e-05,
-   "min": 1.6037334111474804e-05,
-   "max": 2.7180189887682598e-05,
+   "seconds": 2.7756191435314354e-05,
+   "min": 2.4132572824046733e-05,
+   "max": 3.710323731814113e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5699,9 +5699,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011283200234174729,
-    0.00017308799922466277,
-    0.0004909760057926178
+    0.0002654399871826172,
+    0.00036371201276779174,
+    0.001047551989555359
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -5709,28 +5709,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::add_": 0.3333333333333333,
     "aten::detach": -0.3333333333333333
    },
-   "host_canary_seconds": 6.823560000270845e-06,
-   "host_backward_canary_seconds": 1.3073024999812333e-05,
+   "host_canary_seconds": 1.1565570000016124e-05,
+   "host_backward_canary_seconds": 2.3795399999926304e-05,
    "pass_seconds": [
-    1.6037334111474804e-05,
-    2.258514346820967e-05,
-    2.7180189887682598e-05
+    3.710323731814113e-05,
+    2.4132572824046733e-05,
+    2.7756191435314354e-05
    ],
    "pass_host_canary_seconds": [
-    6.823560000270845e-06,
-    9.964369999977407e-06,
-    9.957427500069117e-06
+    1.1565570000016124e-05,
+    1.0578150000242204e-05,
+    1.1904085000082886e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3073024999812333e-05,
-    1.9625320000500323e-05,
-    1.8908819999410298e-05
+    2.3795399999926304e-05,
+    1.9617634999917752e-05,
+    2.2680330000639516e-05
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.3008761129208973e-05,
-   "min": 1.3566475982467333e-05,
-   "max": 2.482742851688748e-05,
+   "seconds": 3.0332952737808233e-05,
+   "min": 2.3316570335910432e-05,
+   "max": 3.2215620967603864e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5739,36 +5739,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5599999353289605e-05,
-    7.001599669456483e-05,
-    0.000230335995554924
+    6.390400230884551e-05,
+    0.00016147199273109435,
+    0.0005210880041122437
    ],
    "forward_ops": {
     "aten::_fused_rms_norm": 1.0,
     "aten::detach": 1.0
    },
-   "host_canary_seconds": 7.101497500059395e-06,
-   "host_backward_canary_seconds": 1.4455785000109244e-05,
+   "host_canary_seconds": 1.2401074999957019e-05,
+   "host_backward_canary_seconds": 2.3795399999926304e-05,
    "pass_seconds": [
-    1.3566475982467333e-05,
-    2.3008761129208973e-05,
-    2.482742851688748e-05
+    3.0332952737808233e-05,
+    2.3316570335910432e-05,
+    3.2215620967603864e-05
    ],
    "pass_host_canary_seconds": [
-    7.101497500059395e-06,
-    9.972122499846137e-06,
-    1.0016137499917477e-05
+    1.2401074999957019e-05,
+    1.0623234999798114e-05,
+    1.2934595000047011e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4455785000109244e-05,
-    1.5687270000057652e-05,
-    1.8916705000151526e-05
+    2.3795399999926304e-05,
+    1.9494749999466876e-05,
+    2.2647189999815965e-05
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.595885558852127e-05,
-   "min": 4.184990464931443e-05,
-   "max": 4.6015241316386625e-05,
+   "seconds": 5.1969519683292916e-05,
+   "min": 4.510400160437537e-05,
+   "max": 5.2875423537833356e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5777,9 +5777,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010867200046777726,
-    0.00022652800381183625,
-    0.0009813119769096375
+    0.0003299199938774109,
+    0.0006081920266151428,
+    0.0015749119520187377
    ],
    "backward_nodes_per_layer": 2.0,
    "backward_ops": {
@@ -5787,28 +5787,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::add_": 0.6666666666666666,
     "aten::detach": 1.3333333333333333
    },
-   "host_canary_seconds": 7.101497500059395e-06,
-   "host_backward_canary_seconds": 1.4455785000109244e-05,
+   "host_canary_seconds": 1.2401074999957019e-05,
+   "host_backward_canary_seconds": 2.3795399999926304e-05,
    "pass_seconds": [
-    4.595885558852127e-05,
-    4.184990464931443e-05,
-    4.6015241316386625e-05
+    5.1969519683292916e-05,
+    4.510400160437537e-05,
+    5.2875423537833356e-05
    ],
    "pass_host_canary_seconds": [
-    7.101497500059395e-06,
-    9.972122499846137e-06,
-    1.0016137499917477e-05
+    1.2401074999957019e-05,
+    1.0623234999798114e-05,
+    1.2934595000047011e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4455785000109244e-05,
-    1.5687270000057652e-05,
-    1.8916705000151526e-05
+    2.3795399999926304e-05,
+    1.9494749999466876e-05,
+    2.2647189999815965e-05
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.417218986721266e-05,
-   "min": 1.4787809479804268e-05,
-   "max": 2.488990376393e-05,
+   "seconds": 2.7222094791276114e-05,
+   "min": 2.6780951590765087e-05,
+   "max": 3.0392381761755258e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5817,36 +5817,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.63520011305809e-05,
-    8.371199667453766e-05,
-    0.00025916799902915956
+    4.5152001082897183e-05,
+    0.00014953599870204927,
+    0.00046105599403381347
    ],
    "forward_ops": {
     "aten::_fused_rms_norm": 1.0,
     "aten::detach": 1.0
    },
-   "host_canary_seconds": 7.189377499798866e-06,
-   "host_backward_canary_seconds": 1.5003415000478527e-05,
+   "host_canary_seconds": 1.1347964999686155e-05,
+   "host_backward_canary_seconds": 2.0378450000180236e-05,
    "pass_seconds": [
-    1.4787809479804268e-05,
-    2.417218986721266e-05,
-    2.488990376393e-05
+    2.7222094791276114e-05,
+    2.6780951590765087e-05,
+    3.0392381761755258e-05
    ],
    "pass_host_canary_seconds": [
-    7.189377499798866e-06,
-    9.979147500018825e-06,
-    1.004299499982153e-05
+    1.1347964999686155e-05,
+    1.049385499982236e-05,
+    1.3083327499998632e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5003415000478527e-05,
-    1.569280500007153e-05,
-    1.8950129999666386e-05
+    2.0378450000180236e-05,
+    2.092558999947869e-05,
+    2.2879794999539628e-05
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.5720385298842476e-05,
-   "min": 4.422628294144357e-05,
-   "max": 4.851428206477848e-05,
+   "seconds": 5.3415620256037953e-05,
+   "min": 4.250590361299969e-05,
+   "max": 5.742933636619931e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5855,9 +5855,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001366399973630905,
-    0.0002473600059747696,
-    0.001059775948524475
+    0.00027065598964691164,
+    0.0005264000296592712,
+    0.0013320959806442261
    ],
    "backward_nodes_per_layer": 2.0,
    "backward_ops": {
@@ -5865,28 +5865,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::add_": 0.6666666666666666,
     "aten::detach": 1.3333333333333333
    },
-   "host_canary_seconds": 7.189377499798866e-06,
-   "host_backward_canary_seconds": 1.5003415000478527e-05,
+   "host_canary_seconds": 1.1347964999686155e-05,
+   "host_backward_canary_seconds": 2.0378450000180236e-05,
    "pass_seconds": [
-    4.851428206477848e-05,
-    4.422628294144357e-05,
-    4.5720385298842476e-05
+    4.250590361299969e-05,
+    5.742933636619931e-05,
+    5.3415620256037953e-05
    ],
    "pass_host_canary_seconds": [
-    7.189377499798866e-06,
-    9.979147500018825e-06,
-    1.004299499982153e-05
+    1.1347964999686155e-05,
+    1.049385499982236e-05,
+    1.3083327499998632e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5003415000478527e-05,
-    1.569280500007153e-05,
-    1.8950129999666386e-05
+    2.0378450000180236e-05,
+    2.092558999947869e-05,
+    2.2879794999539628e-05
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.5572570661703745e-05,
-   "min": 2.3763047619944523e-05,
-   "max": 2.6997333658593043e-05,
+   "seconds": 2.9756952964124222e-05,
+   "min": 2.7993143314406984e-05,
+   "max": 3.0849522068386984e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5895,36 +5895,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5887999683618544e-05,
-    7.164800167083741e-05,
-    0.0003738240003585815
+    4.793599992990494e-05,
+    0.00013792000710964204,
+    0.0005098239779472351
    ],
    "forward_ops": {
     "aten::_scaled_dot_product_efficient_attention": 1.0,
     "aten::detach": 1.0
    },
-   "host_canary_seconds": 7.084304999978031e-06,
-   "host_backward_canary_seconds": 1.846854999939751e-05,
+   "host_canary_seconds": 1.1712904999967577e-05,
+   "host_backward_canary_seconds": 2.09991600002013e-05,
    "pass_seconds": [
-    2.3763047619944523e-05,
-    2.5572570661703745e-05,
-    2.6997333658593043e-05
+    3.0849522068386984e-05,
+    2.9756952964124222e-05,
+    2.7993143314406984e-05
    ],
    "pass_host_canary_seconds": [
-    7.084304999978031e-06,
-    9.78155999973751e-06,
-    1.0143879999873207e-05
+    1.1712904999967577e-05,
+    1.103261499963537e-05,
+    1.2371989999735433e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.846854999939751e-05,
-    1.651106999986496e-05,
-    1.9310590000145565e-05
+    2.09991600002013e-05,
+    1.98958099997526e-05,
+    2.3362690000112708e-05
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00010578285743083273,
-   "min": 9.561676035324732e-05,
-   "max": 0.00010690056834192506,
+   "seconds": 0.0001072876212142763,
+   "min": 0.00010464000453551612,
+   "max": 0.0001361714310589291,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5933,9 +5933,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022144000232219695,
-    0.0006584960222244262,
-    0.0021807680130004883
+    0.00032787200808525083,
+    0.0008268799781799317,
+    0.002428128004074097
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -5946,28 +5946,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": 1.0,
     "aten::new_empty_strided": -0.3333333333333333
    },
-   "host_canary_seconds": 7.084304999978031e-06,
-   "host_backward_canary_seconds": 1.846854999939751e-05,
+   "host_canary_seconds": 1.1712904999967577e-05,
+   "host_backward_canary_seconds": 2.09991600002013e-05,
    "pass_seconds": [
-    0.00010578285743083273,
-    9.561676035324732e-05,
-    0.00010690056834192506
+    0.0001072876212142763,
+    0.00010464000453551612,
+    0.0001361714310589291
    ],
    "pass_host_canary_seconds": [
-    7.084304999978031e-06,
-    9.78155999973751e-06,
-    1.0143879999873207e-05
+    1.1712904999967577e-05,
+    1.103261499963537e-05,
+    1.2371989999735433e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.846854999939751e-05,
-    1.651106999986496e-05,
-    1.9310590000145565e-05
+    2.09991600002013e-05,
+    1.98958099997526e-05,
+    2.3362690000112708e-05
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 3.949333159696489e-05,
-   "min": 2.0643047633625213e-05,
-   "max": 3.986666741825286e-05,
+   "seconds": 4.268114091384978e-05,
+   "min": 4.0339045581363494e-05,
+   "max": 4.447923849026362e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5976,36 +5976,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.294399827718735e-05,
-    0.00012534399330615996,
-    0.0003860799968242645
+    0.00010150399804115296,
+    0.00022467200458049774,
+    0.0007400959730148315
    ],
    "forward_ops": {
     "aten::_scaled_dot_product_cudnn_attention": 1.0,
     "aten::detach": 1.0
    },
-   "host_canary_seconds": 7.2831900001801835e-06,
-   "host_backward_canary_seconds": 1.8537530000344304e-05,
+   "host_canary_seconds": 1.1520910000228923e-05,
+   "host_backward_canary_seconds": 1.9533790000423325e-05,
    "pass_seconds": [
-    2.0643047633625213e-05,
-    3.949333159696489e-05,
-    3.986666741825286e-05
+    4.268114091384978e-05,
+    4.447923849026362e-05,
+    4.0339045581363494e-05
    ],
    "pass_host_canary_seconds": [
-    7.2831900001801835e-06,
-    9.754672500150719e-06,
-    1.0313189999919814e-05
+    1.1520910000228923e-05,
+    1.1421665000170833e-05,
+    1.1693485000137116e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8537530000344304e-05,
-    1.7623944999627382e-05,
-    1.9110100000716558e-05
+    1.9533790000423325e-05,
+    1.993559000084133e-05,
+    2.3640389999854962e-05
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 7.292038557075318e-05,
-   "min": 7.270171386854988e-05,
-   "max": 9.694552421569822e-05,
+   "seconds": 8.861257313262846e-05,
+   "min": 8.351162750096549e-05,
+   "max": 9.308038297153656e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6014,9 +6014,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023187200725078582,
-    0.0009679039716720581,
-    0.0021234560012817383
+    0.00035452800989151003,
+    0.0008799999952316285,
+    0.00229638409614563
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -6025,28 +6025,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::add_": 0.3333333333333333,
     "aten::detach": 0.6666666666666666
    },
-   "host_canary_seconds": 7.2831900001801835e-06,
-   "host_backward_canary_seconds": 1.8537530000344304e-05,
+   "host_canary_seconds": 1.1520910000228923e-05,
+   "host_backward_canary_seconds": 1.9533790000423325e-05,
    "pass_seconds": [
-    9.694552421569822e-05,
-    7.292038557075318e-05,
-    7.270171386854988e-05
+    8.351162750096549e-05,
+    8.861257313262846e-05,
+    9.308038297153656e-05
    ],
    "pass_host_canary_seconds": [
-    7.2831900001801835e-06,
-    9.754672500150719e-06,
-    1.0313189999919814e-05
+    1.1520910000228923e-05,
+    1.1421665000170833e-05,
+    1.1693485000137116e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8537530000344304e-05,
-    1.7623944999627382e-05,
-    1.9110100000716558e-05
+    1.9533790000423325e-05,
+    1.993559000084133e-05,
+    2.3640389999854962e-05
    ]
   },
   "layer_forward_sdpa_efficient": {
-   "seconds": 2.546133349339167e-05,
-   "min": 2.416533338172095e-05,
-   "max": 2.586285698981512e-05,
+   "seconds": 2.9034667426631567e-05,
+   "min": 2.6051808858201617e-05,
+   "max": 3.0381712530340468e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6055,37 +6055,37 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.092799872159958e-05,
-    6.972800195217133e-05,
-    0.0004126079976558685
+    4.105599969625473e-05,
+    0.00012720000743865966,
+    0.00047625601291656494
    ],
    "attention_backend": "efficient",
    "forward_ops": {
     "aten::_scaled_dot_product_efficient_attention": 1.0,
     "aten::detach": 1.0
    },
-   "host_canary_seconds": 8.9518150002732e-06,
-   "host_backward_canary_seconds": 1.7374639999161445e-05,
+   "host_canary_seconds": 1.1447232500074734e-05,
+   "host_backward_canary_seconds": 2.026474500041786e-05,
    "pass_seconds": [
-    2.586285698981512e-05,
-    2.416533338172095e-05,
-    2.546133349339167e-05
+    2.9034667426631567e-05,
+    2.6051808858201617e-05,
+    3.0381712530340468e-05
    ],
    "pass_host_canary_seconds": [
-    8.9518150002732e-06,
-    9.69695750001165e-06,
-    9.920887500243225e-06
+    1.1447232500074734e-05,
+    1.1315840000065691e-05,
+    1.1816919999887433e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7374639999161445e-05,
-    1.8633324999655087e-05,
-    1.8025780000243686e-05
+    2.026474500041786e-05,
+    2.0510399999693617e-05,
+    2.4858409999524157e-05
    ]
   },
   "layer_backward_sdpa_efficient": {
-   "seconds": 8.629409259273892e-05,
-   "min": 8.279695078021004e-05,
-   "max": 9.103695587033315e-05,
+   "seconds": 9.886932692357471e-05,
+   "min": 9.536152847466016e-05,
+   "max": 9.917637528408141e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6094,9 +6094,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018688000738620758,
-    0.0006802560091018677,
-    0.0019215359687805177
+    0.00020668800175189972,
+    0.0006614400148391723,
+    0.002148927927017212
    ],
    "attention_backend": "efficient",
    "backward_nodes_per_layer": 1.0,
@@ -6106,28 +6106,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::add_": 0.3333333333333333,
     "aten::detach": 0.6666666666666666
    },
-   "host_canary_seconds": 8.9518150002732e-06,
-   "host_backward_canary_seconds": 1.7374639999161445e-05,
+   "host_canary_seconds": 1.1447232500074734e-05,
+   "host_backward_canary_seconds": 2.026474500041786e-05,
    "pass_seconds": [
-    8.629409259273892e-05,
-    9.103695587033315e-05,
-    8.279695078021004e-05
+    9.886932692357471e-05,
+    9.536152847466016e-05,
+    9.917637528408141e-05
    ],
    "pass_host_canary_seconds": [
-    8.9518150002732e-06,
-    9.69695750001165e-06,
-    9.920887500243225e-06
+    1.1447232500074734e-05,
+    1.1315840000065691e-05,
+    1.1816919999887433e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7374639999161445e-05,
-    1.8633324999655087e-05,
-    1.8025780000243686e-05
+    2.026474500041786e-05,
+    2.0510399999693617e-05,
+    2.4858409999524157e-05
    ]
   },
   "layer_forward_sdpa_cudnn_autocast": {
-   "seconds": 2.3023238494282675e-05,
-   "min": 2.2505904947008404e-05,
-   "max": 3.992609502304168e-05,
+   "seconds": 4.1942094053540915e-05,
+   "min": 3.5420190720331106e-05,
+   "max": 5.49607603322892e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6136,37 +6136,37 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.6832000613212586e-05,
-    0.00013385599851608278,
-    0.00040483200550079344
+    0.00010208000242710113,
+    0.00023535999655723572,
+    0.0007336959838867188
    ],
    "attention_backend": "cudnn",
    "forward_ops": {
     "aten::_scaled_dot_product_cudnn_attention": 1.0,
     "aten::detach": 1.0
    },
-   "host_canary_seconds": 6.958747500220852e-06,
-   "host_backward_canary_seconds": 1.7929260000073555e-05,
+   "host_canary_seconds": 1.1852415000248583e-05,
+   "host_backward_canary_seconds": 2.1831190000511924e-05,
    "pass_seconds": [
-    2.3023238494282675e-05,
-    2.2505904947008404e-05,
-    3.992609502304168e-05
+    4.1942094053540915e-05,
+    3.5420190720331106e-05,
+    5.49607603322892e-05
    ],
    "pass_host_canary_seconds": [
-    6.958747500220852e-06,
-    9.785240000041994e-06,
-    9.97699750001857e-06
+    1.1852415000248583e-05,
+    1.07896150001352e-05,
+    1.2221932499869582e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7929260000073555e-05,
-    1.823629999989862e-05,
-    1.5980224999339045e-05
+    2.1831190000511924e-05,
+    1.6476040000270585e-05,
+    2.2364795000271443e-05
    ]
   },
   "layer_backward_sdpa_cudnn_autocast": {
-   "seconds": 9.623238444328311e-05,
-   "min": 8.266057357901619e-05,
-   "max": 0.00013197866614375796,
+   "seconds": 8.072305293310257e-05,
+   "min": 6.901485579354421e-05,
+   "max": 0.00011416685865038917,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6175,9 +6175,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003555519878864288,
-    0.0007941120266914367,
-    0.0019813120365142823
+    0.00039564800262451174,
+    0.0008959360122680664,
+    0.002747936010360718
    ],
    "attention_backend": "cudnn",
    "backward_nodes_per_layer": 1.0,
@@ -6187,28 +6187,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::add_": 0.3333333333333333,
     "aten::detach": 0.6666666666666666
    },
-   "host_canary_seconds": 6.958747500220852e-06,
-   "host_backward_canary_seconds": 1.7929260000073555e-05,
+   "host_canary_seconds": 1.1852415000248583e-05,
+   "host_backward_canary_seconds": 2.1831190000511924e-05,
    "pass_seconds": [
-    8.266057357901619e-05,
-    9.623238444328311e-05,
-    0.00013197866614375796
+    0.00011416685865038917,
+    6.901485579354421e-05,
+    8.072305293310257e-05
    ],
    "pass_host_canary_seconds": [
-    6.958747500220852e-06,
-    9.785240000041994e-06,
-    9.97699750001857e-06
+    1.1852415000248583e-05,
+    1.07896150001352e-05,
+    1.2221932499869582e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7929260000073555e-05,
-    1.823629999989862e-05,
-    1.5980224999339045e-05
+    2.1831190000511924e-05,
+    1.6476040000270585e-05,
+    2.2364795000271443e-05
    ]
   },
   "layer_forward_mha_no_weights": {
-   "seconds": 0.00025239696814900357,
-   "min": 0.00013310857684839338,
-   "max": 0.0002805142757438478,
+   "seconds": 0.0002744358210336595,
+   "min": 0.00024647390274774465,
+   "max": 0.0002981409614994412,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6217,9 +6217,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00023244799673557281,
-    0.0008884159922599793,
-    0.0023146240711212156
+    0.0002785919904708862,
+    0.0011675839424133301,
+    0.0044170241355896
    ],
    "attention_backend": "efficient",
    "forward_ops": {
@@ -6235,28 +6235,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::unsqueeze": 1.0,
     "aten::view": 11.0
    },
-   "host_canary_seconds": 7.4104475001490754e-06,
-   "host_backward_canary_seconds": 1.90657349992307e-05,
+   "host_canary_seconds": 1.115161500024442e-05,
+   "host_backward_canary_seconds": 2.1494329999995898e-05,
    "pass_seconds": [
-    0.00013310857684839338,
-    0.00025239696814900357,
-    0.0002805142757438478
+    0.0002744358210336595,
+    0.00024647390274774465,
+    0.0002981409614994412
    ],
    "pass_host_canary_seconds": [
-    7.4104475001490754e-06,
-    9.949379999909525e-06,
-    1.0369709999906719e-05
+    1.115161500024442e-05,
+    1.0879929999987324e-05,
+    1.190112000017507e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.90657349992307e-05,
-    1.967355500028134e-05,
-    2.3749664999854756e-05
+    2.1494329999995898e-05,
+    2.1235579999938637e-05,
+    2.3533319999842206e-05
    ]
   },
   "layer_backward_mha_no_weights": {
-   "seconds": 0.0005745485673348109,
-   "min": 0.00042273600186620446,
-   "max": 0.0006304601842448824,
+   "seconds": 0.0007397286962895165,
+   "min": 0.0007287984518777758,
+   "max": 0.0007415840114865983,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6265,9 +6265,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0012188160419464111,
-    0.004613183975219727,
-    0.012257472038269043
+    0.001470304012298584,
+    0.003650496006011963,
+    0.01642131233215332
    ],
    "attention_backend": "efficient",
    "backward_nodes_per_layer": 33.0,
@@ -6288,28 +6288,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::unsqueeze": 1.0,
     "aten::view": 12.0
    },
-   "host_canary_seconds": 7.4104475001490754e-06,
-   "host_backward_canary_seconds": 1.90657349992307e-05,
+   "host_canary_seconds": 1.115161500024442e-05,
+   "host_backward_canary_seconds": 2.1494329999995898e-05,
    "pass_seconds": [
-    0.0005745485673348109,
-    0.0006304601842448824,
-    0.00042273600186620446
+    0.0007415840114865983,
+    0.0007287984518777758,
+    0.0007397286962895165
    ],
    "pass_host_canary_seconds": [
-    7.4104475001490754e-06,
-    9.949379999909525e-06,
-    1.0369709999906719e-05
+    1.115161500024442e-05,
+    1.0879929999987324e-05,
+    1.190112000017507e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.90657349992307e-05,
-    1.967355500028134e-05,
-    2.3749664999854756e-05
+    2.1494329999995898e-05,
+    2.1235579999938637e-05,
+    2.3533319999842206e-05
    ]
   },
   "layer_forward_mha_no_weights_autocast": {
-   "seconds": 0.0003806506707554772,
-   "min": 0.00020831847900436038,
-   "max": 0.00038854553018297474,
+   "seconds": 0.00039326934871219456,
+   "min": 0.00026343543330828353,
+   "max": 0.0004463001943769909,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6318,9 +6318,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0002691200077533722,
-    0.0010077120065689086,
-    0.0034317760467529297
+    0.0005214719772338867,
+    0.0013608640432357787,
+    0.006307040214538574
    ],
    "attention_backend": "cudnn",
    "forward_ops": {
@@ -6337,28 +6337,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::unsqueeze": 1.0,
     "aten::view": 11.0
    },
-   "host_canary_seconds": 7.982789999800844e-06,
-   "host_backward_canary_seconds": 1.6142199999649165e-05,
+   "host_canary_seconds": 1.120929250021163e-05,
+   "host_backward_canary_seconds": 2.2063779999825785e-05,
    "pass_seconds": [
-    0.00020831847900436038,
-    0.0003806506707554772,
-    0.00038854553018297474
+    0.00039326934871219456,
+    0.00026343543330828353,
+    0.0004463001943769909
    ],
    "pass_host_canary_seconds": [
-    7.982789999800844e-06,
-    9.962389999600418e-06,
-    1.045639499977824e-05
+    1.120929250021163e-05,
+    1.0351760000162358e-05,
+    1.270097999963582e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6142199999649165e-05,
-    1.9346670000004452e-05,
-    1.767448000009608e-05
+    2.2063779999825785e-05,
+    2.1077369999602525e-05,
+    2.5162959999533996e-05
    ]
   },
   "layer_backward_mha_no_weights_autocast": {
-   "seconds": 0.0005816015516008648,
-   "min": 0.0005786331310158685,
-   "max": 0.0007295466462771097,
+   "seconds": 0.0007667184812682016,
+   "min": 0.0007281585236390432,
+   "max": 0.0010571039347421554,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6367,9 +6367,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0016171840429306031,
-    0.0036424639225006105,
-    0.013309599876403809
+    0.0019928959608078002,
+    0.005659455776214599,
+    0.019454912185668947
    ],
    "attention_backend": "cudnn",
    "backward_nodes_per_layer": 37.0,
@@ -6391,28 +6391,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::unsqueeze": 1.0,
     "aten::view": 12.0
    },
-   "host_canary_seconds": 7.982789999800844e-06,
-   "host_backward_canary_seconds": 1.6142199999649165e-05,
+   "host_canary_seconds": 1.120929250021163e-05,
+   "host_backward_canary_seconds": 2.2063779999825785e-05,
    "pass_seconds": [
-    0.0005786331310158685,
-    0.0007295466462771097,
-    0.0005816015516008648
+    0.0007667184812682016,
+    0.0007281585236390432,
+    0.0010571039347421554
    ],
    "pass_host_canary_seconds": [
-    7.982789999800844e-06,
-    9.962389999600418e-06,
-    1.045639499977824e-05
+    1.120929250021163e-05,
+    1.0351760000162358e-05,
+    1.270097999963582e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6142199999649165e-05,
-    1.9346670000004452e-05,
-    1.767448000009608e-05
+    2.2063779999825785e-05,
+    2.1077369999602525e-05,
+    2.5162959999533996e-05
    ]
   },
   "layer_forward_unit_transformer_block_autocast": {
-   "seconds": 0.0007536815149443491,
-   "min": 0.0007198407564844403,
-   "max": 0.0008827146859396075,
+   "seconds": 0.0007660053003401984,
+   "min": 0.0005232213082767669,
+   "max": 0.0011401623146874566,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny unit_transformer_block layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6421,9 +6421,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0008834239840507508,
-    0.003069695949554443,
-    0.01168995189666748
+    0.0010037120580673217,
+    0.00306278395652771,
+    0.012414143562316895
    ],
    "unit_ops": [
     "layernorm",
@@ -6455,28 +6455,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::unsqueeze": 1.0,
     "aten::view": 15.0
    },
-   "host_canary_seconds": 9.75747499978752e-06,
-   "host_backward_canary_seconds": 1.5965940000342017e-05,
+   "host_canary_seconds": 1.0755174999985683e-05,
+   "host_backward_canary_seconds": 2.0839640000076544e-05,
    "pass_seconds": [
-    0.0007198407564844403,
-    0.0007536815149443491,
-    0.0008827146859396075
+    0.0007660053003401984,
+    0.0005232213082767669,
+    0.0011401623146874566
    ],
    "pass_host_canary_seconds": [
-    9.75747499978752e-06,
-    9.065865000081886e-06,
-    1.029877000007673e-05
+    1.0755174999985683e-05,
+    1.0944674999677772e-05,
+    1.2227060000213897e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5965940000342017e-05,
-    1.912006999930327e-05,
-    1.927524999985053e-05
+    2.0839640000076544e-05,
+    2.139977999945586e-05,
+    2.4027409999689553e-05
    ]
   },
   "layer_backward_unit_transformer_block_autocast": {
-   "seconds": 0.0009618743232318335,
-   "min": 0.000898368037882305,
-   "max": 0.0012286621332168578,
+   "seconds": 0.0014300190721239362,
+   "min": 0.0012161095766794114,
+   "max": 0.0018960845271746313,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny unit_transformer_block layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6485,9 +6485,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.002290271997451782,
-    0.0071500477790832516,
-    0.027454208374023438
+    0.003144320011138916,
+    0.009080127716064453,
+    0.035867263793945316
    ],
    "unit_ops": [
     "layernorm",
@@ -6523,28 +6523,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::unsqueeze": 1.0,
     "aten::view": 18.0
    },
-   "host_canary_seconds": 9.75747499978752e-06,
-   "host_backward_canary_seconds": 1.5965940000342017e-05,
+   "host_canary_seconds": 1.0755174999985683e-05,
+   "host_backward_canary_seconds": 2.0839640000076544e-05,
    "pass_seconds": [
-    0.0009618743232318335,
-    0.000898368037882305,
-    0.0012286621332168578
+    0.0014300190721239362,
+    0.0018960845271746313,
+    0.0012161095766794114
    ],
    "pass_host_canary_seconds": [
-    9.75747499978752e-06,
-    9.065865000081886e-06,
-    1.029877000007673e-05
+    1.0755174999985683e-05,
+    1.0944674999677772e-05,
+    1.2227060000213897e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5965940000342017e-05,
-    1.912006999930327e-05,
-    1.927524999985053e-05
+    2.0839640000076544e-05,
+    2.139977999945586e-05,
+    2.4027409999689553e-05
    ]
   },
   "layer_forward_unit_conv_bn_relu_autocast": {
-   "seconds": 0.00016125561935561046,
-   "min": 8.728380714144024e-05,
-   "max": 0.00017175924565110886,
+   "seconds": 0.00014705370721362888,
+   "min": 0.00010167466600735983,
+   "max": 0.00018882133563359577,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny unit_conv_bn_relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6553,9 +6553,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00028655999898910523,
-    0.000642687976360321,
-    0.0026628479957580566
+    0.00033814400434494017,
+    0.0005200960040092469,
+    0.0018222399950027467
    ],
    "unit_ops": [
     "conv2d_nobias",
@@ -6571,28 +6571,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::native_batch_norm": 1.0,
     "aten::relu": 1.0
    },
-   "host_canary_seconds": 9.756270000025324e-06,
-   "host_backward_canary_seconds": 1.5540789999590746e-05,
+   "host_canary_seconds": 8.361199999740165e-06,
+   "host_backward_canary_seconds": 1.9999590000452373e-05,
    "pass_seconds": [
-    0.00016125561935561046,
-    8.728380714144024e-05,
-    0.00017175924565110886
+    0.00010167466600735983,
+    0.00014705370721362888,
+    0.00018882133563359577
    ],
    "pass_host_canary_seconds": [
-    9.756270000025324e-06,
-    8.227980000015123e-06,
-    1.0239249999983712e-05
+    8.361199999740165e-06,
+    1.1775457500107222e-05,
+    1.169993499956945e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5540789999590746e-05,
-    1.828488000001016e-05,
-    1.6532490000145118e-05
+    1.9999590000452373e-05,
+    2.1851384999536095e-05,
+    2.3075600000765917e-05
    ]
   },
   "layer_backward_unit_conv_bn_relu_autocast": {
-   "seconds": 0.0001492990305026372,
-   "min": 0.0001225279867649078,
-   "max": 0.00018450513624009636,
+   "seconds": 0.00018217144125983836,
+   "min": 0.0001735832449935731,
+   "max": 0.0002325462869235447,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny unit_conv_bn_relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6601,9 +6601,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000565280020236969,
-    0.0017207039594650268,
-    0.004923391819000244
+    0.0009808319807052613,
+    0.001734879970550537,
+    0.005085792064666748
    ],
    "unit_ops": [
     "conv2d_nobias",
@@ -6619,28 +6619,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::native_batch_norm_backward": 1.0,
     "aten::threshold_backward": 1.0
    },
-   "host_canary_seconds": 9.756270000025324e-06,
-   "host_backward_canary_seconds": 1.5540789999590746e-05,
+   "host_canary_seconds": 8.361199999740165e-06,
+   "host_backward_canary_seconds": 1.9999590000452373e-05,
    "pass_seconds": [
-    0.0001225279867649078,
-    0.00018450513624009636,
-    0.0001492990305026372
+    0.0001735832449935731,
+    0.0002325462869235447,
+    0.00018217144125983836
    ],
    "pass_host_canary_seconds": [
-    9.756270000025324e-06,
-    8.227980000015123e-06,
-    1.0239249999983712e-05
+    8.361199999740165e-06,
+    1.1775457500107222e-05,
+    1.169993499956945e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5540789999590746e-05,
-    1.828488000001016e-05,
-    1.6532490000145118e-05
+    1.9999590000452373e-05,
+    2.1851384999536095e-05,
+    2.3075600000765917e-05
    ]
   },
   "layer_forward_view_chain": {
-   "seconds": 2.0388571456784293e-06,
-   "min": 1.9710477707641462e-06,
-   "max": 3.7249524501107983e-06,
+   "seconds": 4.252952656575611e-06,
+   "min": 2.4388571757645834e-06,
+   "max": 4.476952144787425e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny view_chain layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6649,35 +6649,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.1776000261306763e-05,
-    1.849599927663803e-05,
-    4.255999997258186e-05
+    2.054399996995926e-05,
+    2.534399926662445e-05,
+    5.628800019621849e-05
    ],
    "forward_ops": {
     "aten::view": 1.0
    },
-   "host_canary_seconds": 7.118325000305959e-06,
-   "host_backward_canary_seconds": 1.3369320000720109e-05,
+   "host_canary_seconds": 8.618775000286405e-06,
+   "host_backward_canary_seconds": 1.998851000053037e-05,
    "pass_seconds": [
-    2.0388571456784293e-06,
-    1.9710477707641462e-06,
-    3.7249524501107983e-06
+    2.4388571757645834e-06,
+    4.476952144787425e-06,
+    4.252952656575611e-06
    ],
    "pass_host_canary_seconds": [
-    7.118325000305959e-06,
-    6.810419999965234e-06,
-    1.0117829999956031e-05
+    8.618775000286405e-06,
+    1.2646037499735031e-05,
+    1.1085405000414993e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3369320000720109e-05,
-    1.802862999966237e-05,
-    1.827380000008816e-05
+    1.998851000053037e-05,
+    2.1012235000057447e-05,
+    2.1929370000179915e-05
    ]
   },
   "layer_backward_view_chain": {
-   "seconds": 7.190095482482798e-06,
-   "min": 5.29371423735505e-06,
-   "max": 9.51161954019751e-06,
+   "seconds": 9.530666949493543e-06,
+   "min": 8.846476585382508e-06,
+   "max": 1.0040380947646643e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny view_chain layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6686,9 +6686,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    6.707199662923813e-05,
-    9.087999910116196e-05,
-    0.00017766399681568145
+    8.06720033288002e-05,
+    0.0001273919939994812,
+    0.0002542400062084198
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -6696,28 +6696,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": -0.3333333333333333,
     "aten::view": 1.0
    },
-   "host_canary_seconds": 7.118325000305959e-06,
-   "host_backward_canary_seconds": 1.3369320000720109e-05,
+   "host_canary_seconds": 8.618775000286405e-06,
+   "host_backward_canary_seconds": 1.998851000053037e-05,
    "pass_seconds": [
-    5.29371423735505e-06,
-    7.190095482482798e-06,
-    9.51161954019751e-06
+    8.846476585382508e-06,
+    9.530666949493543e-06,
+    1.0040380947646643e-05
    ],
    "pass_host_canary_seconds": [
-    7.118325000305959e-06,
-    6.810419999965234e-06,
-    1.0117829999956031e-05
+    8.618775000286405e-06,
+    1.2646037499735031e-05,
+    1.1085405000414993e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3369320000720109e-05,
-    1.802862999966237e-05,
-    1.827380000008816e-05
+    1.998851000053037e-05,
+    2.1012235000057447e-05,
+    2.1929370000179915e-05
    ]
   },
   "layer_forward_view_chain_autocast": {
-   "seconds": 2.3062855360053836e-06,
-   "min": 2.028190530836582e-06,
-   "max": 3.8133334545862107e-06,
+   "seconds": 3.910856853638377e-06,
+   "min": 2.102857056472983e-06,
+   "max": 4.5135237631343665e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny view_chain layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6726,35 +6726,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.1376000717282296e-05,
-    2.848000079393387e-05,
-    5.603199824690819e-05
+    3.0912000685930254e-05,
+    3.014400042593479e-05,
+    6.009599938988686e-05
    ],
    "forward_ops": {
     "aten::view": 1.0
    },
-   "host_canary_seconds": 6.9687950002617075e-06,
-   "host_backward_canary_seconds": 1.4825790000259076e-05,
+   "host_canary_seconds": 7.880702499676317e-06,
+   "host_backward_canary_seconds": 1.975436999998692e-05,
    "pass_seconds": [
-    2.3062855360053836e-06,
-    2.028190530836582e-06,
-    3.8133334545862107e-06
+    2.102857056472983e-06,
+    3.910856853638377e-06,
+    4.5135237631343665e-06
    ],
    "pass_host_canary_seconds": [
-    6.9687950002617075e-06,
-    6.78735000008146e-06,
-    1.0007634999738002e-05
+    7.880702499676317e-06,
+    1.1037662499973066e-05,
+    1.1001457500299238e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4825790000259076e-05,
-    1.797797999984141e-05,
-    1.8855225000038446e-05
+    1.975436999998692e-05,
+    2.141443000027721e-05,
+    2.3219084999368535e-05
    ]
   },
   "layer_backward_view_chain_autocast": {
-   "seconds": 7.219047374313784e-06,
-   "min": 6.817523922239031e-06,
-   "max": 1.0213333581175122e-05,
+   "seconds": 9.840000731249648e-06,
+   "min": 7.696762769704775e-06,
+   "max": 1.0369524714492615e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny view_chain layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6763,9 +6763,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.620800077915192e-05,
-    0.000107744000852108,
-    0.00022111999988555907
+    0.00011705599725246429,
+    0.00013596799969673156,
+    0.0002905600070953369
    ],
    "backward_nodes_per_layer": 1.0,
    "backward_ops": {
@@ -6773,124 +6773,124 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "aten::detach": -0.3333333333333333,
     "aten::view": 1.0
    },
-   "host_canary_seconds": 6.9687950002617075e-06,
-   "host_backward_canary_seconds": 1.4825790000259076e-05,
+   "host_canary_seconds": 7.880702499676317e-06,
+   "host_backward_canary_seconds": 1.975436999998692e-05,
    "pass_seconds": [
-    6.817523922239031e-06,
-    7.219047374313784e-06,
-    1.0213333581175122e-05
+    9.840000731249648e-06,
+    7.696762769704775e-06,
+    1.0369524714492615e-05
    ],
    "pass_host_canary_seconds": [
-    6.9687950002617075e-06,
-    6.78735000008146e-06,
-    1.0007634999738002e-05
+    7.880702499676317e-06,
+    1.1037662499973066e-05,
+    1.1001457500299238e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4825790000259076e-05,
-    1.797797999984141e-05,
-    1.8855225000038446e-05
+    1.975436999998692e-05,
+    2.141443000027721e-05,
+    2.3219084999368535e-05
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.0001504960060119629,
-   "min": 7.116799801588058e-05,
-   "max": 0.0003792639970779419,
+   "seconds": 0.00015731200575828553,
+   "min": 0.00010329599678516388,
+   "max": 0.0002668479979038239,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.142800000110583e-06,
-   "host_backward_canary_seconds": 1.4302829999905952e-05,
+   "host_canary_seconds": 8.173985000325956e-06,
+   "host_backward_canary_seconds": 1.9355650000534296e-05,
    "pass_seconds": [
-    9.868799895048142e-05,
-    0.0001504960060119629,
-    0.0001528320014476776
+    0.00015081599354743958,
+    0.00015731200575828553,
+    0.00015942400693893431
    ],
    "pass_host_canary_seconds": [
-    7.142800000110583e-06,
-    7.214784999973744e-06,
-    1.0114700000372068e-05
+    8.173985000325956e-06,
+    1.1072464999983822e-05,
+    1.1157475000231898e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4302829999905952e-05,
-    1.8225490000531862e-05,
-    1.8591450000258192e-05
+    1.9355650000534296e-05,
+    2.1236259999568575e-05,
+    2.345465999951557e-05
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 0.00010665600001811981,
-   "min": 5.60000017285347e-05,
-   "max": 0.00015369600057601928,
+   "seconds": 0.00011772800236940384,
+   "min": 7.13919997215271e-05,
+   "max": 0.0003287360072135925,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.142800000110583e-06,
-   "host_backward_canary_seconds": 1.4302829999905952e-05,
+   "host_canary_seconds": 8.173985000325956e-06,
+   "host_backward_canary_seconds": 1.9355650000534296e-05,
    "pass_seconds": [
-    6.831999868154525e-05,
-    0.00010665600001811981,
-    0.00011177600175142288
+    0.00011772800236940384,
+    0.00012272000312805176,
+    0.00011488000303506852
    ],
    "pass_host_canary_seconds": [
-    7.142800000110583e-06,
-    7.214784999973744e-06,
-    1.0114700000372068e-05
+    8.173985000325956e-06,
+    1.1072464999983822e-05,
+    1.1157475000231898e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4302829999905952e-05,
-    1.8225490000531862e-05,
-    1.8591450000258192e-05
+    1.9355650000534296e-05,
+    2.1236259999568575e-05,
+    2.345465999951557e-05
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.00014342400431632997,
-   "min": 8.991999924182892e-05,
-   "max": 0.0004257600009441376,
+   "seconds": 0.00017228800058364868,
+   "min": 0.00011392000317573548,
+   "max": 0.00036163198947906493,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.168255000351564e-06,
-   "host_backward_canary_seconds": 1.4584350000177437e-05,
+   "host_canary_seconds": 1.1343415000055757e-05,
+   "host_backward_canary_seconds": 2.0011720000638888e-05,
    "pass_seconds": [
-    0.00011619199812412262,
-    0.00014342400431632997,
-    0.00015276800096035003
+    0.00017228800058364868,
+    0.00014876799285411834,
+    0.00019791999459266662
    ],
    "pass_host_canary_seconds": [
-    7.168255000351564e-06,
-    8.94754500052386e-06,
-    9.86905999980081e-06
+    1.1343415000055757e-05,
+    1.1978384999906666e-05,
+    1.1255210000058468e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4584350000177437e-05,
-    1.8225490000531862e-05,
-    1.802602999987357e-05
+    2.0011720000638888e-05,
+    2.0650249999789595e-05,
+    2.2964705000276808e-05
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00012886400520801543,
-   "min": 9.20640006661415e-05,
-   "max": 0.00032124799489974975,
+   "seconds": 0.0001452160030603409,
+   "min": 0.00010870400071144105,
+   "max": 0.00023507200181484224,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.168255000351564e-06,
-   "host_backward_canary_seconds": 1.4584350000177437e-05,
+   "host_canary_seconds": 1.1343415000055757e-05,
+   "host_backward_canary_seconds": 2.0011720000638888e-05,
    "pass_seconds": [
-    0.00010159999877214432,
-    0.00012886400520801543,
-    0.0001517760008573532
+    0.0001452160030603409,
+    0.00013798399269580842,
+    0.00016735999286174774
    ],
    "pass_host_canary_seconds": [
-    7.168255000351564e-06,
-    8.94754500052386e-06,
-    9.86905999980081e-06
+    1.1343415000055757e-05,
+    1.1978384999906666e-05,
+    1.1255210000058468e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4584350000177437e-05,
-    1.8225490000531862e-05,
-    1.802602999987357e-05
+    2.0011720000638888e-05,
+    2.0650249999789595e-05,
+    2.2964705000276808e-05
    ]
   },
   "backward_walk_node": {
-   "seconds": 2.9014222225972237e-07,
-   "min": 2.4022888889400444e-07,
-   "max": 4.1274222225082566e-07,
+   "seconds": 5.423755554703449e-07,
+   "min": 2.722633333481402e-07,
+   "max": 6.044355555129894e-07,
    "samples": 3,
    "method": "backward() of chains of [100, 1000] tiny multiplications ([102, 1002] nodes): host seconds from the call to the first node's pre-hook, median per length, (T(long) - T(short)) / (nodes(long) - nodes(short)); median of 3 passes over the probe's run",
    "chain_nodes": [
@@ -6898,1951 +6898,1951 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     1002
    ],
    "chain_to_first_node_seconds": [
-    0.00015233999999963999,
-    0.0004134680000333901
+    0.00012849799998093658,
+    0.00037353499999426276
    ],
-   "host_canary_seconds": 7.757079999919368e-06,
-   "host_backward_canary_seconds": 1.700590499979171e-05,
+   "host_canary_seconds": 8.203890000118007e-06,
+   "host_backward_canary_seconds": 2.109665000034511e-05,
    "pass_seconds": [
-    2.9014222225972237e-07,
-    2.4022888889400444e-07,
-    4.1274222225082566e-07
+    2.722633333481402e-07,
+    5.423755554703449e-07,
+    6.044355555129894e-07
    ],
    "pass_host_canary_seconds": [
-    7.757079999919368e-06,
-    9.1384500001368e-06,
-    1.0507530000154474e-05
+    8.203890000118007e-06,
+    1.175498999998581e-05,
+    1.2293274999990443e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.700590499979171e-05,
-    1.8349719999832816e-05,
-    1.9197080000594724e-05
+    2.109665000034511e-05,
+    2.16703699993559e-05,
+    2.362085000015668e-05
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.0001777324867248535,
-   "min": 0.0001368947219848633,
-   "max": 0.00027313663482666015,
+   "seconds": 0.00025271360397338867,
+   "min": 0.00021656831741333007,
+   "max": 0.0003072646331787109,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.328752500119663e-06,
-   "host_backward_canary_seconds": 1.4812814999913825e-05,
+   "host_canary_seconds": 1.1347617499950502e-05,
+   "host_backward_canary_seconds": 2.060081499962507e-05,
    "pass_seconds": [
-    0.00015382143974304198,
-    0.0001777324867248535,
-    0.00018679040908813478
+    0.00026899967193603515,
+    0.0002433036804199219,
+    0.00025271360397338867
    ],
    "pass_host_canary_seconds": [
-    8.328752500119663e-06,
-    7.25480250025612e-06,
-    9.60045999988779e-06
+    1.1347617499950502e-05,
+    1.085216499973285e-05,
+    1.1314920000131678e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4812814999913825e-05,
-    1.791459499997927e-05,
-    1.8215399999803592e-05
+    2.060081499962507e-05,
+    2.295260499977303e-05,
+    2.2156594999955816e-05
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.0003215238571166992,
-   "min": 0.000252043514251709,
-   "max": 0.0004234310531616211,
+   "seconds": 0.0005936576080322266,
+   "min": 0.00044522430419921874,
+   "max": 0.0007991500854492188,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.525670000063656e-06,
-   "host_backward_canary_seconds": 1.426403999971626e-05,
+   "host_canary_seconds": 1.1330789999988156e-05,
+   "host_backward_canary_seconds": 2.1255840000549142e-05,
    "pass_seconds": [
-    0.00031949312210083006,
-    0.0003215238571166992,
-    0.0003322367858886719
+    0.0006067302322387695,
+    0.0005936576080322266,
+    0.0005560281753540039
    ],
    "pass_host_canary_seconds": [
-    7.525670000063656e-06,
-    8.64447500021015e-06,
-    9.165175000021008e-06
+    1.1330789999988156e-05,
+    1.1560099999883277e-05,
+    1.1389029999691047e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.426403999971626e-05,
-    1.795474000005015e-05,
-    1.7254420000654136e-05
+    2.1255840000549142e-05,
+    2.2086860000172237e-05,
+    2.1820079999770315e-05
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.0001512825584411621,
-   "min": 0.00011832063674926758,
-   "max": 0.0001806374359130859,
+   "seconds": 0.0002091417694091797,
+   "min": 0.000169749755859375,
+   "max": 0.000528967056274414,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5832700002820276e-06,
-   "host_backward_canary_seconds": 1.5578989999767144e-05,
+   "host_canary_seconds": 1.1368644999834032e-05,
+   "host_backward_canary_seconds": 2.135698000074626e-05,
    "pass_seconds": [
-    0.00013549375534057618,
-    0.00015510272026062011,
-    0.0001512825584411621
+    0.0002091417694091797,
+    0.0001853209686279297,
+    0.00023465599060058594
    ],
    "pass_host_canary_seconds": [
-    7.5832700002820276e-06,
-    9.086485000011636e-06,
-    9.379145000139033e-06
+    1.1368644999834032e-05,
+    1.1736560000201735e-05,
+    1.2149615000112134e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5578989999767144e-05,
-    1.7568670000400743e-05,
-    1.7674800000122558e-05
+    2.135698000074626e-05,
+    2.0434004999856372e-05,
+    2.2402810000130557e-05
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.00026363775253295896,
-   "min": 0.00019595008850097656,
-   "max": 0.0003930419158935547,
+   "seconds": 0.000484587516784668,
+   "min": 0.0003247923278808594,
+   "max": 0.0005862252807617188,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.284184999889476e-06,
-   "host_backward_canary_seconds": 1.4700629999424563e-05,
+   "host_canary_seconds": 1.1543914999947447e-05,
+   "host_backward_canary_seconds": 2.0593254999994316e-05,
    "pass_seconds": [
-    0.00022150144577026367,
-    0.0002659257507324219,
-    0.00026363775253295896
+    0.000484587516784668,
+    0.000363493766784668,
+    0.0005168537521362305
    ],
    "pass_host_canary_seconds": [
-    7.284184999889476e-06,
-    9.244385000215515e-06,
-    9.32848499985539e-06
+    1.1543914999947447e-05,
+    1.1286737500029176e-05,
+    1.2100225000040154e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4700629999424563e-05,
-    1.8170939999890833e-05,
-    1.751064000018232e-05
+    2.0593254999994316e-05,
+    2.129302000014377e-05,
+    2.2413110000343294e-05
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.00013284480094909667,
-   "min": 9.984255790710449e-05,
-   "max": 0.00016253376007080078,
+   "seconds": 0.00017380287170410156,
+   "min": 0.00016593215942382813,
+   "max": 0.00021294527053833008,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.3317350000934315e-06,
-   "host_backward_canary_seconds": 1.4261514999702739e-05,
+   "host_canary_seconds": 1.1137662500004809e-05,
+   "host_backward_canary_seconds": 2.1033809999835285e-05,
    "pass_seconds": [
-    0.00010722047805786133,
-    0.00013701184272766113,
-    0.00013284480094909667
+    0.00017380287170410156,
+    0.0001893606376647949,
+    0.0001734841537475586
    ],
    "pass_host_canary_seconds": [
-    7.3317350000934315e-06,
-    9.166634999928646e-06,
-    9.027039999978116e-06
+    1.1137662500004809e-05,
+    1.1153412499993466e-05,
+    1.1358180000229367e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4261514999702739e-05,
-    1.7398759999878167e-05,
-    1.7872139999326464e-05
+    2.1033809999835285e-05,
+    2.2035430000073575e-05,
+    2.2413110000343294e-05
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.00023971519470214844,
-   "min": 0.00018077695846557617,
-   "max": 0.00033915393829345706,
+   "seconds": 0.0003234790420532226,
+   "min": 0.000243505916595459,
+   "max": 0.0006424230194091797,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.244490000175574e-06,
-   "host_backward_canary_seconds": 1.3972499999681531e-05,
+   "host_canary_seconds": 1.1288320000062412e-05,
+   "host_backward_canary_seconds": 2.0219880000240664e-05,
    "pass_seconds": [
-    0.00019349760055541992,
-    0.00024127935409545896,
-    0.00023971519470214844
+    0.0003061055946350098,
+    0.0003234790420532226,
+    0.00043403583526611326
    ],
    "pass_host_canary_seconds": [
-    7.244490000175574e-06,
-    9.046925000006922e-06,
-    9.359944999687287e-06
+    1.1288320000062412e-05,
+    1.1133675000110089e-05,
+    1.1581117500156779e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3972499999681531e-05,
-    1.7437249999829875e-05,
-    1.7990830000371715e-05
+    2.0219880000240664e-05,
+    2.0949590000327588e-05,
+    2.2946384999613658e-05
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.00013585472106933594,
-   "min": 0.00010637311935424805,
-   "max": 0.0001550163173675537,
+   "seconds": 0.00016882047653198244,
+   "min": 0.00015460415840148927,
+   "max": 0.00027625024795532226,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.433975000026294e-06,
-   "host_backward_canary_seconds": 1.5006685000003018e-05,
+   "host_canary_seconds": 1.1423904999787738e-05,
+   "host_backward_canary_seconds": 1.581890000011299e-05,
    "pass_seconds": [
-    0.0001133894443511963,
-    0.00014561535835266114,
-    0.00013585472106933594
+    0.00016570751190185545,
+    0.00016882047653198244,
+    0.00023031232833862304
    ],
    "pass_host_canary_seconds": [
-    7.433975000026294e-06,
-    8.90792000006968e-06,
-    7.554704999961359e-06
+    1.1423904999787738e-05,
+    1.0687905000281717e-05,
+    1.2368194999794468e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5006685000003018e-05,
-    1.7396299999745678e-05,
-    1.7990830000371715e-05
+    1.581890000011299e-05,
+    2.0487340000272523e-05,
+    2.4207870000054753e-05
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.000238922233581543,
-   "min": 0.0001714547157287598,
-   "max": 0.00038403457641601567,
+   "seconds": 0.0003308256149291992,
+   "min": 0.0002791007995605469,
+   "max": 0.0005671807861328125,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.0957650001446385e-06,
-   "host_backward_canary_seconds": 1.3404249999666718e-05,
+   "host_canary_seconds": 1.1682072500036611e-05,
+   "host_backward_canary_seconds": 2.144073500005561e-05,
    "pass_seconds": [
-    0.00018174591064453125,
-    0.000238922233581543,
-    0.0002806841659545898
+    0.0003308256149291992,
+    0.00032596801757812504,
+    0.0004249983978271484
    ],
    "pass_host_canary_seconds": [
-    7.0957650001446385e-06,
-    9.24613499989846e-06,
-    9.79190750001635e-06
+    1.1682072500036611e-05,
+    1.139133000037873e-05,
+    1.2184710000155974e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3404249999666718e-05,
-    1.7974049999338604e-05,
-    1.9250510000006216e-05
+    2.144073500005561e-05,
+    2.1260799999254233e-05,
+    2.4533530000780958e-05
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00018084991455078126,
-   "min": 0.0001352774429321289,
-   "max": 0.0002148121643066406,
+   "seconds": 0.00027805376052856444,
+   "min": 0.0002351923179626465,
+   "max": 0.0004852083206176758,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.938690000310999e-06,
-   "host_backward_canary_seconds": 1.507080000010319e-05,
+   "host_canary_seconds": 1.052382500006388e-05,
+   "host_backward_canary_seconds": 2.0748399999774848e-05,
    "pass_seconds": [
-    0.00014407744407653807,
-    0.00018084991455078126,
-    0.00020589376449584962
+    0.00024344192504882812,
+    0.00027805376052856444,
+    0.00030229183197021483
    ],
    "pass_host_canary_seconds": [
-    6.938690000310999e-06,
-    8.793910000122196e-06,
-    9.647389999827283e-06
+    1.052382500006388e-05,
+    1.1674385000333131e-05,
+    1.2167604999717696e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.507080000010319e-05,
-    1.7974049999338604e-05,
-    1.8500769999718614e-05
+    2.0748399999774848e-05,
+    2.1774009999262488e-05,
+    2.3959239999840065e-05
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.0003488608169555664,
-   "min": 0.0002562528038024902,
-   "max": 0.0005732729721069336,
+   "seconds": 0.0006146246337890625,
+   "min": 0.0004488467025756836,
+   "max": 0.001779181365966797,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.1663500000340715e-06,
-   "host_backward_canary_seconds": 1.464812999984133e-05,
+   "host_canary_seconds": 1.09273900000062e-05,
+   "host_backward_canary_seconds": 2.011381999977857e-05,
    "pass_seconds": [
-    0.0002802707290649414,
-    0.0003488608169555664,
-    0.0005040556716918945
+    0.00048752830505371095,
+    0.0006146246337890625,
+    0.000884163818359375
    ],
    "pass_host_canary_seconds": [
-    7.1663500000340715e-06,
-    8.997895000106837e-06,
-    9.762539999655928e-06
+    1.09273900000062e-05,
+    1.2134589999845957e-05,
+    1.2474014999952487e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.464812999984133e-05,
-    1.7235249999885126e-05,
-    1.8398250000473125e-05
+    2.011381999977857e-05,
+    2.1757100000741048e-05,
+    2.505411000015556e-05
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.00014147392272949219,
-   "min": 0.00010742207527160646,
-   "max": 0.00018870784759521486,
+   "seconds": 0.00023395904541015624,
+   "min": 0.000157261438369751,
+   "max": 0.0003713977432250976,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.946032500252386e-06,
-   "host_backward_canary_seconds": 1.556738500028132e-05,
+   "host_canary_seconds": 1.0810717499794008e-05,
+   "host_backward_canary_seconds": 2.058525999984795e-05,
    "pass_seconds": [
-    0.00011048576354980469,
-    0.00014147392272949219,
-    0.00015061568260192872
+    0.00018026559829711916,
+    0.00023395904541015624,
+    0.0002869753646850586
    ],
    "pass_host_canary_seconds": [
-    6.946032500252386e-06,
-    9.207709999827785e-06,
-    9.819565000270814e-06
+    1.0810717499794008e-05,
+    1.1484085000006417e-05,
+    1.2245544999700541e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.556738500028132e-05,
-    1.7925409999861585e-05,
-    1.5996079999922584e-05
+    2.058525999984795e-05,
+    2.372153999999682e-05,
+    2.4021090000587718e-05
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.0002513382339477539,
-   "min": 0.0002024563217163086,
-   "max": 0.00034454719543457033,
+   "seconds": 0.0004536115264892578,
+   "min": 0.00029764543533325195,
+   "max": 0.000956663055419922,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.0082999997111985e-06,
-   "host_backward_canary_seconds": 1.7290220000631962e-05,
+   "host_canary_seconds": 1.0646347500085084e-05,
+   "host_backward_canary_seconds": 2.059042499979569e-05,
    "pass_seconds": [
-    0.00024610687255859374,
-    0.0002784595108032227,
-    0.0002513382339477539
+    0.0004536115264892578,
+    0.0004043110275268555,
+    0.0005434649658203125
    ],
    "pass_host_canary_seconds": [
-    7.0082999997111985e-06,
-    8.996775000014167e-06,
-    9.248074999845812e-06
+    1.0646347500085084e-05,
+    8.850909999864598e-06,
+    1.2335280000002057e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7290220000631962e-05,
-    1.7922879999332507e-05,
-    1.4753000000382599e-05
+    2.059042499979569e-05,
+    2.1467540000230657e-05,
+    2.4491420000458674e-05
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.0001653459167480469,
-   "min": 0.00013912575721740722,
-   "max": 0.00021619455337524413,
+   "seconds": 0.0002886713600158691,
+   "min": 0.00021397823333740233,
+   "max": 0.00034005249023437504,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.472199999938312e-06,
-   "host_backward_canary_seconds": 1.61930100000518e-05,
+   "host_canary_seconds": 1.085393499977272e-05,
+   "host_backward_canary_seconds": 2.07192400000622e-05,
    "pass_seconds": [
-    0.00014241920471191408,
-    0.00018642175674438478,
-    0.0001653459167480469
+    0.0002886713600158691,
+    0.0002583955192565918,
+    0.00029468095779418946
    ],
    "pass_host_canary_seconds": [
-    7.472199999938312e-06,
-    9.045627500086084e-06,
-    9.186275000274691e-06
+    1.085393499977272e-05,
+    1.1055765000378415e-05,
+    1.2664614999948753e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.61930100000518e-05,
-    1.7585689999464193e-05,
-    1.446143999942251e-05
+    2.07192400000622e-05,
+    2.2031680000509368e-05,
+    2.3159309999982725e-05
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0003599225616455078,
-   "min": 0.000273573112487793,
-   "max": 0.0004891929626464844,
+   "seconds": 0.0005931967926025391,
+   "min": 0.000523109130859375,
+   "max": 0.0010767430114746093,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.361670000136655e-06,
-   "host_backward_canary_seconds": 1.5803750000031868e-05,
+   "host_canary_seconds": 1.1058354999704534e-05,
+   "host_backward_canary_seconds": 2.0011399999475544e-05,
    "pass_seconds": [
-    0.0003345151901245117,
-    0.00036717887878417966,
-    0.0003599225616455078
+    0.0005774291229248047,
+    0.0005931967926025391,
+    0.0007474707031249999
    ],
    "pass_host_canary_seconds": [
-    7.361670000136655e-06,
-    8.961114999692655e-06,
-    9.262432500065642e-06
+    1.1058354999704534e-05,
+    1.0951314999942951e-05,
+    1.216650000003483e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5803750000031868e-05,
-    1.8228160000717254e-05,
-    1.5811824999900638e-05
+    2.0011399999475544e-05,
+    2.1016050000071117e-05,
+    2.365392999990945e-05
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.00012536128044128418,
-   "min": 0.00011135807991027832,
-   "max": 0.0001778086471557617,
+   "seconds": 0.00019836992263793946,
+   "min": 0.00015859968185424805,
+   "max": 0.00031964223861694334,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.488775000012993e-06,
-   "host_backward_canary_seconds": 1.5351039999700332e-05,
+   "host_canary_seconds": 1.1450387499962745e-05,
+   "host_backward_canary_seconds": 2.059863499994208e-05,
    "pass_seconds": [
-    0.00012536128044128418,
-    0.00015208383560180665,
-    0.00012385663986206054
+    0.00019161663055419922,
+    0.00019836992263793946,
+    0.00020318656921386718
    ],
    "pass_host_canary_seconds": [
-    7.488775000012993e-06,
-    9.079284999984339e-06,
-    7.301934999759396e-06
+    1.1450387499962745e-05,
+    1.1552412500179799e-05,
+    1.1408220000248548e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5351039999700332e-05,
-    1.9419459999880927e-05,
-    1.7509599999812053e-05
+    2.059863499994208e-05,
+    2.1757559999855402e-05,
+    2.3252120000734068e-05
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.0002780467224121094,
-   "min": 0.00022872255325317382,
-   "max": 0.0006017279815673829,
+   "seconds": 0.00038885696411132813,
+   "min": 0.0003123865509033203,
+   "max": 0.00059840576171875,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.205977499893379e-06,
-   "host_backward_canary_seconds": 2.0241914999701293e-05,
+   "host_canary_seconds": 1.1206954999920526e-05,
+   "host_backward_canary_seconds": 1.9300969998994333e-05,
    "pass_seconds": [
-    0.00033371326446533203,
-    0.0002780467224121094,
-    0.0002586528015136719
+    0.00037159233093261715,
+    0.00038885696411132813,
+    0.0004982745742797851
    ],
    "pass_host_canary_seconds": [
-    7.205977499893379e-06,
-    8.922975000018597e-06,
-    7.27280999967661e-06
+    1.1206954999920526e-05,
+    1.0992245000238654e-05,
+    1.2696655000468126e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0241914999701293e-05,
-    1.722598000014841e-05,
-    1.5805990000217206e-05
+    1.9300969998994333e-05,
+    2.0105720000174188e-05,
+    2.249720999998317e-05
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00016838464736938476,
-   "min": 0.00012518400192260742,
-   "max": 0.0002504704093933105,
+   "seconds": 0.00022177215576171875,
+   "min": 0.00017639936447143552,
+   "max": 0.0003841849517822266,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.629745000168441e-06,
-   "host_backward_canary_seconds": 1.4006530000187922e-05,
+   "host_canary_seconds": 1.0567749999950137e-05,
+   "host_backward_canary_seconds": 1.9401219999508614e-05,
    "pass_seconds": [
-    0.00013996607780456544,
-    0.00016838464736938476,
-    0.0001811987113952637
+    0.00021892736434936524,
+    0.00022177215576171875,
+    0.00024039552688598633
    ],
    "pass_host_canary_seconds": [
-    6.629745000168441e-06,
-    8.485894999807897e-06,
-    9.309342500216644e-06
+    1.0567749999950137e-05,
+    1.0670789999949192e-05,
+    1.140672499957418e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4006530000187922e-05,
-    1.765526999975009e-05,
-    1.902020999978049e-05
+    1.9401219999508614e-05,
+    2.013751999925262e-05,
+    2.249720999998317e-05
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.0001963488006591797,
-   "min": 0.00014731072425842285,
-   "max": 0.00027510015487670897,
+   "seconds": 0.000273132152557373,
+   "min": 0.0002015385627746582,
+   "max": 0.0005838611221313477,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.9946150000532726e-06,
-   "host_backward_canary_seconds": 1.393029000041679e-05,
+   "host_canary_seconds": 1.0690180000096916e-05,
+   "host_backward_canary_seconds": 1.9717060000630225e-05,
    "pass_seconds": [
-    0.00015907008171081542,
-    0.0001963488006591797,
-    0.00021358400344848632
+    0.00026599231719970704,
+    0.000273132152557373,
+    0.0004902304077148437
    ],
    "pass_host_canary_seconds": [
-    6.9946150000532726e-06,
-    8.732834999705119e-06,
-    7.638944999825981e-06
+    1.0690180000096916e-05,
+    1.0510414999771457e-05,
+    1.150250499961203e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.393029000041679e-05,
-    1.738371000044481e-05,
-    1.8508929999825342e-05
+    1.9717060000630225e-05,
+    1.976063999904909e-05,
+    2.3220470000069325e-05
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00011023807525634765,
-   "min": 9.473983764648436e-05,
-   "max": 0.00013066240310668944,
+   "seconds": 0.00016233472824096678,
+   "min": 0.00015728960037231444,
+   "max": 0.00031470848083496096,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.0954074999463044e-06,
-   "host_backward_canary_seconds": 1.4148620000469236e-05,
+   "host_canary_seconds": 1.0952684999665507e-05,
+   "host_backward_canary_seconds": 2.0944650000274123e-05,
    "pass_seconds": [
-    0.0001005900764465332,
-    0.00012672639846801758,
-    0.00011023807525634765
+    0.00016215423583984374,
+    0.00016233472824096678,
+    0.00023636095046997068
    ],
    "pass_host_canary_seconds": [
-    7.0954074999463044e-06,
-    8.599467500118861e-06,
-    7.33305500006054e-06
+    1.0952684999665507e-05,
+    1.0588934999873345e-05,
+    1.2163850000206366e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4148620000469236e-05,
-    1.7585040000085426e-05,
-    1.7035365000310777e-05
+    2.0944650000274123e-05,
+    1.8826389999730965e-05,
+    2.283346000012898e-05
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.00015280192375183104,
-   "min": 0.00011217791557312012,
-   "max": 0.00027242624282836916,
+   "seconds": 0.00019589183807373046,
+   "min": 0.0001614022445678711,
+   "max": 0.000240882568359375,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.087525000031292e-06,
-   "host_backward_canary_seconds": 1.4752189999853728e-05,
+   "host_canary_seconds": 1.1144189999754416e-05,
+   "host_backward_canary_seconds": 2.1735560000024635e-05,
    "pass_seconds": [
-    0.00011800319671630858,
-    0.00015280192375183104,
-    0.0001709791946411133
+    0.00021267648696899412,
+    0.00017912384033203125,
+    0.00019589183807373046
    ],
    "pass_host_canary_seconds": [
-    7.087525000031292e-06,
-    8.939434999888363e-06,
-    8.810842499826777e-06
+    1.1144189999754416e-05,
+    1.0814869999933306e-05,
+    1.1579349999806254e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4752189999853728e-05,
-    1.7901329999858718e-05,
-    1.919644499992046e-05
+    2.1735560000024635e-05,
+    1.745814499997778e-05,
+    2.2053209999626233e-05
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00017130943298339845,
-   "min": 0.00015276224136352538,
-   "max": 0.0002167136001586914,
+   "seconds": 0.00026643264770507814,
+   "min": 0.00022403776168823243,
+   "max": 0.0004121964645385742,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.1588499997687906e-06,
-   "host_backward_canary_seconds": 1.5933020000602484e-05,
+   "host_canary_seconds": 1.1231775000055677e-05,
+   "host_backward_canary_seconds": 2.1735560000024635e-05,
    "pass_seconds": [
-    0.00015999679565429687,
-    0.0002114137649536133,
-    0.00017130943298339845
+    0.0002942854309082031,
+    0.0002556947135925293,
+    0.00026643264770507814
    ],
    "pass_host_canary_seconds": [
-    7.1588499997687906e-06,
-    8.912810000083481e-06,
-    7.117954999955601e-06
+    1.1231775000055677e-05,
+    1.0693882499879238e-05,
+    9.121429999936482e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5933020000602484e-05,
-    1.8169870000974696e-05,
-    1.527312999996866e-05
+    2.1735560000024635e-05,
+    2.042118500014567e-05,
+    2.206635999982609e-05
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.0002299692726135254,
-   "min": 0.00018501695632934572,
-   "max": 0.00027983680725097656,
+   "seconds": 0.0003251148986816406,
+   "min": 0.0002913836860656738,
+   "max": 0.0005526259231567383,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.502979999856052e-06,
-   "host_backward_canary_seconds": 1.58910250002009e-05,
+   "host_canary_seconds": 1.1609682499909012e-05,
+   "host_backward_canary_seconds": 2.095561999965412e-05,
    "pass_seconds": [
-    0.00019204671859741212,
-    0.0002499507141113281,
-    0.0002299692726135254
+    0.0003251148986816406,
+    0.00030612543106079104,
+    0.0003588691329956055
    ],
    "pass_host_canary_seconds": [
-    7.502979999856052e-06,
-    9.240195000188578e-06,
-    7.050144999993791e-06
+    1.1609682499909012e-05,
+    1.0834334999572092e-05,
+    1.1978544999919905e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.58910250002009e-05,
-    1.8538650000436973e-05,
-    1.8032259999927193e-05
+    2.095561999965412e-05,
+    2.0634200000131385e-05,
+    2.2681030000057948e-05
    ]
   },
   "layer_steady_relu": {
-   "seconds": 9.410816192626953e-05,
-   "min": 7.17900800704956e-05,
-   "max": 0.00010481280326843262,
+   "seconds": 0.00011682880401611329,
+   "min": 0.00010698687553405763,
+   "max": 0.00016053184509277343,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.049925000046641e-06,
-   "host_backward_canary_seconds": 1.4909550000083982e-05,
+   "host_canary_seconds": 1.1321167500000227e-05,
+   "host_backward_canary_seconds": 2.225733499983562e-05,
    "pass_seconds": [
-    7.531455993652344e-05,
-    9.61241626739502e-05,
-    9.410816192626953e-05
+    0.00011682880401611329,
+    0.00011573823928833007,
+    0.00012965248107910156
    ],
    "pass_host_canary_seconds": [
-    7.049925000046641e-06,
-    8.907335000003513e-06,
-    7.648484999833726e-06
+    1.1321167500000227e-05,
+    1.0857919999978094e-05,
+    1.1757464999959666e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4909550000083982e-05,
-    1.8724395000049297e-05,
-    1.7935079999915614e-05
+    2.225733499983562e-05,
+    2.1341209999832246e-05,
+    2.2760529999459324e-05
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00011043456077575684,
-   "min": 8.711872100830078e-05,
-   "max": 0.0001314246368408203,
+   "seconds": 0.00016015487670898435,
+   "min": 0.00011830783843994141,
+   "max": 0.0001854911994934082,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0234982500207935e-05,
-   "host_backward_canary_seconds": 1.4835415000220565e-05,
+   "host_canary_seconds": 1.1753419999536163e-05,
+   "host_backward_canary_seconds": 2.1078089999946315e-05,
    "pass_seconds": [
-    9.670399665832519e-05,
-    0.00011043456077575684,
-    0.00012087103843688965
+    0.00016306240081787109,
+    0.00015308287620544435,
+    0.00016015487670898435
    ],
    "pass_host_canary_seconds": [
-    1.0234982500207935e-05,
-    8.671139999876232e-06,
-    8.262939999781338e-06
+    1.1753419999536163e-05,
+    1.0873104999973293e-05,
+    1.1978644999999233e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4835415000220565e-05,
-    1.762303000020893e-05,
-    1.9460104999780016e-05
+    2.1078089999946315e-05,
+    2.2580920000336845e-05,
+    2.278184999909172e-05
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 9.175999641418457e-05,
-   "min": 8.482560157775879e-05,
-   "max": 0.00010522239685058594,
+   "seconds": 0.00012132543563842774,
+   "min": 9.578368186950685e-05,
+   "max": 0.00013701951980590822,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0295887499864874e-05,
-   "host_backward_canary_seconds": 1.6737404999958018e-05,
+   "host_canary_seconds": 9.972965000031308e-06,
+   "host_backward_canary_seconds": 2.1149644999809426e-05,
    "pass_seconds": [
-    9.175999641418457e-05,
-    8.59449577331543e-05,
-    9.209407806396484e-05
+    0.00012132543563842774,
+    0.00011549183845520019,
+    0.0001254265594482422
    ],
    "pass_host_canary_seconds": [
-    1.0295887499864874e-05,
-    8.4197850000578e-06,
-    8.856362499614078e-06
+    9.972965000031308e-06,
+    1.0746145000268826e-05,
+    1.1407670000096459e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6737404999958018e-05,
-    1.7181215000618976e-05,
-    1.9592300000113027e-05
+    2.1149644999809426e-05,
+    2.2080349999669125e-05,
+    2.3802700000032928e-05
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00011216447830200196,
-   "min": 0.0001032032012939453,
-   "max": 0.00013523263931274415,
+   "seconds": 0.00014819007873535155,
+   "min": 0.00011748607635498048,
+   "max": 0.0003304390335083008,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0505680000107985e-05,
-   "host_backward_canary_seconds": 1.398541999947156e-05,
+   "host_canary_seconds": 8.144104999701085e-06,
+   "host_backward_canary_seconds": 2.1441280000544794e-05,
    "pass_seconds": [
-    0.00011879551887512206,
-    0.00010520000457763673,
-    0.00011216447830200196
+    0.00014819007873535155,
+    0.00014697088241577149,
+    0.00016088512420654296
    ],
    "pass_host_canary_seconds": [
-    1.0505680000107985e-05,
-    8.626217500022904e-06,
-    7.5429275000260535e-06
+    8.144104999701085e-06,
+    1.1006429999724788e-05,
+    1.164587250002569e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.398541999947156e-05,
-    1.7194554999946376e-05,
-    1.971183000023302e-05
+    2.1441280000544794e-05,
+    2.216733000068416e-05,
+    2.3932359999889742e-05
    ]
   },
   "layer_steady_silu": {
-   "seconds": 9.158720016479491e-05,
-   "min": 8.31488037109375e-05,
-   "max": 0.00012918975830078126,
+   "seconds": 0.00011983296394348146,
+   "min": 9.225919723510742e-05,
+   "max": 0.00024440895080566407,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0255337499813777e-05,
-   "host_backward_canary_seconds": 1.3757389999682346e-05,
+   "host_canary_seconds": 8.312962500269804e-06,
+   "host_backward_canary_seconds": 2.122707500006982e-05,
    "pass_seconds": [
-    9.344127655029298e-05,
-    9.158720016479491e-05,
-    9.12070369720459e-05
+    0.00010321279525756836,
+    0.00011983296394348146,
+    0.00012773759841918945
    ],
    "pass_host_canary_seconds": [
-    1.0255337499813777e-05,
-    8.769917500046631e-06,
-    8.782539999856454e-06
+    8.312962500269804e-06,
+    1.1205729999801407e-05,
+    1.1822494999478294e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3757389999682346e-05,
-    1.837491499998123e-05,
-    2.0074034999879586e-05
+    2.122707500006982e-05,
+    2.2811864999994215e-05,
+    2.5713029999678837e-05
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.00011773183822631835,
-   "min": 0.00010310400009155272,
-   "max": 0.0001789753532409668,
+   "seconds": 0.0001457919979095459,
+   "min": 0.00012139264106750489,
+   "max": 0.000282938232421875,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0272479999855478e-05,
-   "host_backward_canary_seconds": 1.576043000000027e-05,
+   "host_canary_seconds": 8.973220000143556e-06,
+   "host_backward_canary_seconds": 2.2109299999328867e-05,
    "pass_seconds": [
-    0.00011773183822631835,
-    0.000106627197265625,
-    0.00015349056243896484
+    0.00013843008041381836,
+    0.0001457919979095459,
+    0.0002268838310241699
    ],
    "pass_host_canary_seconds": [
-    1.0272479999855478e-05,
-    9.22490499988271e-06,
-    1.0473345000150402e-05
+    8.973220000143556e-06,
+    1.107342000011613e-05,
+    1.2780045000226892e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.576043000000027e-05,
-    1.6247844999952577e-05,
-    1.9350200000189942e-05
+    2.2109299999328867e-05,
+    2.299496999967232e-05,
+    2.5455100000044696e-05
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 9.86847972869873e-05,
-   "min": 8.675392150878908e-05,
-   "max": 0.00011094079971313478,
+   "seconds": 0.00011722496032714844,
+   "min": 9.627327919006349e-05,
+   "max": 0.00021462015151977538,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0555679999981748e-05,
-   "host_backward_canary_seconds": 1.7277074999810792e-05,
+   "host_canary_seconds": 9.614875000352186e-06,
+   "host_backward_canary_seconds": 2.1985500000027967e-05,
    "pass_seconds": [
-    0.00010003456115722656,
-    9.386816024780274e-05,
-    9.86847972869873e-05
+    0.00010652735710144042,
+    0.00011722496032714844,
+    0.00014544639587402343
    ],
    "pass_host_canary_seconds": [
-    1.0555679999981748e-05,
-    9.535350000078324e-06,
-    7.628274999547103e-06
+    9.614875000352186e-06,
+    1.1133724999865535e-05,
+    1.268917999993846e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7277074999810792e-05,
-    1.5539434999709554e-05,
-    1.9163794999599303e-05
+    2.1985500000027967e-05,
+    2.3130365000270104e-05,
+    2.4208910000425023e-05
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00011298239707946777,
-   "min": 0.00010254976272583007,
-   "max": 0.00015042048454284667,
+   "seconds": 0.0001469215965270996,
+   "min": 0.00011654975891113281,
+   "max": 0.0002144492721557617,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0814644999754819e-05,
-   "host_backward_canary_seconds": 1.7973000000210957e-05,
+   "host_canary_seconds": 8.362890000057632e-06,
+   "host_backward_canary_seconds": 2.1350950000851298e-05,
    "pass_seconds": [
-    0.00013352319717407226,
-    0.00011195072174072266,
-    0.00011298239707946777
+    0.00012733119964599608,
+    0.0001469215965270996,
+    0.00016664384841918946
    ],
    "pass_host_canary_seconds": [
-    1.0814644999754819e-05,
-    9.659494999993967e-06,
-    7.526469999845631e-06
+    8.362890000057632e-06,
+    1.1303784999654454e-05,
+    1.1742644999799268e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7973000000210957e-05,
-    1.4112705000002278e-05,
-    1.9809430000350403e-05
+    2.1350950000851298e-05,
+    2.3088119999101764e-05,
+    2.3979809999445933e-05
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 8.460543632507323e-05,
-   "min": 7.200511932373046e-05,
-   "max": 0.00010884351730346679,
+   "seconds": 0.00011903424263000489,
+   "min": 9.666111946105958e-05,
+   "max": 0.00031631103515625004,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0699595000005502e-05,
-   "host_backward_canary_seconds": 1.5382770000087474e-05,
+   "host_canary_seconds": 8.554584999842518e-06,
+   "host_backward_canary_seconds": 2.1308169999656455e-05,
    "pass_seconds": [
-    9.783488273620606e-05,
-    8.460543632507323e-05,
-    8.310144424438476e-05
+    0.00010855680465698241,
+    0.00011903424263000489,
+    0.0001792083168029785
    ],
    "pass_host_canary_seconds": [
-    1.0699595000005502e-05,
-    8.858605000057196e-06,
-    7.4337525001055834e-06
+    8.554584999842518e-06,
+    1.1284927499843888e-05,
+    1.186121750009761e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5382770000087474e-05,
-    1.521591000027911e-05,
-    1.712172000054579e-05
+    2.1308169999656455e-05,
+    2.3155060000021876e-05,
+    2.437323999970431e-05
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.0001051251220703125,
-   "min": 8.833791732788086e-05,
-   "max": 0.00014319040298461916,
+   "seconds": 0.00014400511741638185,
+   "min": 0.00011538047790527344,
+   "max": 0.00027253952026367185,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0358472500229255e-05,
-   "host_backward_canary_seconds": 1.5184375000103502e-05,
+   "host_canary_seconds": 1.028904000008879e-05,
+   "host_backward_canary_seconds": 1.9638630000144986e-05,
    "pass_seconds": [
-    0.00011928640365600585,
-    0.0001051251220703125,
-    9.066047668457032e-05
+    0.00014400511741638185,
+    0.00014136256217956543,
+    0.0001907711982727051
    ],
    "pass_host_canary_seconds": [
-    1.0358472500229255e-05,
-    8.768887499854828e-06,
-    7.126857499883954e-06
+    1.028904000008879e-05,
+    1.1219560000199636e-05,
+    1.2842522500022823e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5184375000103502e-05,
-    1.557673999968756e-05,
-    1.694149000002199e-05
+    1.9638630000144986e-05,
+    2.1701290000919472e-05,
+    2.2969999999986612e-05
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 9.896575927734376e-05,
-   "min": 7.747776031494141e-05,
-   "max": 0.00012014592170715332,
+   "seconds": 0.00013222080230712891,
+   "min": 9.649855613708496e-05,
+   "max": 0.00019630079269409182,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.015390249989423e-05,
-   "host_backward_canary_seconds": 1.5166000000021996e-05,
+   "host_canary_seconds": 8.047979999901145e-06,
+   "host_backward_canary_seconds": 2.0711904999757282e-05,
    "pass_seconds": [
-    0.00010298687934875488,
-    9.896575927734376e-05,
-    8.413567543029784e-05
+    0.0001035865592956543,
+    0.00013222080230712891,
+    0.00014067839622497558
    ],
    "pass_host_canary_seconds": [
-    1.015390249989423e-05,
-    8.744982499990783e-06,
-    7.29380750016162e-06
+    8.047979999901145e-06,
+    1.1352555000030406e-05,
+    1.176070000042273e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5166000000021996e-05,
-    1.7732494999904702e-05,
-    1.601582500029508e-05
+    2.0711904999757282e-05,
+    2.181364999955804e-05,
+    2.3226069999964237e-05
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00011942784309387207,
-   "min": 9.946880340576171e-05,
-   "max": 0.00014394304275512697,
+   "seconds": 0.00016167295455932616,
+   "min": 0.0001201030445098877,
+   "max": 0.0002151116752624512,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0096629999907236e-05,
-   "host_backward_canary_seconds": 1.530097999989266e-05,
+   "host_canary_seconds": 8.051744999875155e-06,
+   "host_backward_canary_seconds": 1.9275030000471814e-05,
    "pass_seconds": [
-    0.00013006208419799804,
-    0.00011942784309387207,
-    0.00010732735633850098
+    0.00013886783599853517,
+    0.00016167295455932616,
+    0.00016820735931396484
    ],
    "pass_host_canary_seconds": [
-    1.0096629999907236e-05,
-    8.723105000001397e-06,
-    7.405097499884051e-06
+    8.051744999875155e-06,
+    1.1752354999998716e-05,
+    1.1498534999816457e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.530097999989266e-05,
-    1.8081564999761212e-05,
-    1.5099574999908326e-05
+    1.9275030000471814e-05,
+    2.1759660000952863e-05,
+    2.3684194999873398e-05
    ]
   },
   "layer_steady_dropout_identity": {
-   "seconds": 6.907519817352295e-05,
-   "min": 6.269951820373535e-05,
-   "max": 0.00010739135742187499,
+   "seconds": 8.890048027038574e-05,
+   "min": 7.095871925354004e-05,
+   "max": 0.00012611647605895998,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.035394500036091e-05,
-   "host_backward_canary_seconds": 1.6343089999963922e-05,
+   "host_canary_seconds": 1.0817785000085678e-05,
+   "host_backward_canary_seconds": 1.987992000010763e-05,
    "pass_seconds": [
-    6.907519817352295e-05,
-    6.74886417388916e-05,
-    8.828927993774414e-05
+    7.654911994934081e-05,
+    8.890048027038574e-05,
+    8.912704467773437e-05
    ],
    "pass_host_canary_seconds": [
-    1.035394500036091e-05,
-    8.638975000394566e-06,
-    1.1072572499983835e-05
+    1.0817785000085678e-05,
+    1.1592117500072164e-05,
+    1.1621440000055826e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6343089999963922e-05,
-    1.794974000063121e-05,
-    2.094904499983841e-05
+    1.987992000010763e-05,
+    2.3310304999881737e-05,
+    2.3705925000854224e-05
    ]
   },
   "layer_steady_dropout_identity_autocast": {
-   "seconds": 9.18835163116455e-05,
-   "min": 7.452223777770996e-05,
-   "max": 0.0001503660774230957,
+   "seconds": 0.00011738495826721192,
+   "min": 0.00010796928405761719,
+   "max": 0.00023476287841796875,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0223952500041378e-05,
-   "host_backward_canary_seconds": 1.6251909999596138e-05,
+   "host_canary_seconds": 1.163202499981253e-05,
+   "host_backward_canary_seconds": 2.1239039999727537e-05,
    "pass_seconds": [
-    9.197823524475097e-05,
-    7.64249610900879e-05,
-    9.18835163116455e-05
+    0.00013424768447875977,
+    0.00011360447883605957,
+    0.00011738495826721192
    ],
    "pass_host_canary_seconds": [
-    1.0223952500041378e-05,
-    7.0343424999919084e-06,
-    1.0770419999914794e-05
+    1.163202499981253e-05,
+    1.1662827500060757e-05,
+    1.1117010000134542e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6251909999596138e-05,
-    1.8622039999627304e-05,
-    1.9332129999725114e-05
+    2.1239039999727537e-05,
+    2.3077999999827624e-05,
+    2.426457000069604e-05
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.00010808064460754393,
-   "min": 9.529215812683105e-05,
-   "max": 0.00019005760192871094,
+   "seconds": 0.00014071295738220214,
+   "min": 0.0001156704044342041,
+   "max": 0.00015873600006103514,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.104302500238191e-06,
-   "host_backward_canary_seconds": 1.7560585000069296e-05,
+   "host_canary_seconds": 1.1243045000242091e-05,
+   "host_backward_canary_seconds": 2.071457000056398e-05,
    "pass_seconds": [
-    9.893695831298828e-05,
-    0.00010808064460754393,
-    0.00011953151702880859
+    0.00013483455657958983,
+    0.00014071295738220214,
+    0.00014953984260559082
    ],
    "pass_host_canary_seconds": [
-    7.104302500238191e-06,
-    8.573947499996848e-06,
-    8.004684999605161e-06
+    1.1243045000242091e-05,
+    1.1359580000203096e-05,
+    1.1222790000147143e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7560585000069296e-05,
-    1.7592785000033472e-05,
-    1.3637870000593467e-05
+    2.071457000056398e-05,
+    2.289568000037434e-05,
+    2.7241190000495408e-05
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00012569343566894533,
-   "min": 0.00010246975898742677,
-   "max": 0.00015328319549560545,
+   "seconds": 0.00018131200790405273,
+   "min": 0.0001311366367340088,
+   "max": 0.00024150400161743164,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5527024995381e-06,
-   "host_backward_canary_seconds": 1.681038000015178e-05,
+   "host_canary_seconds": 8.095109999999294e-06,
+   "host_backward_canary_seconds": 2.0611620000181576e-05,
    "pass_seconds": [
-    0.00011441791534423828,
-    0.00012569343566894533,
-    0.00014300992012023926
+    0.00015560192108154296,
+    0.00018131200790405273,
+    0.00018186815261840821
    ],
    "pass_host_canary_seconds": [
-    7.5527024995381e-06,
-    8.730080000134422e-06,
-    7.485094999992725e-06
+    8.095109999999294e-06,
+    1.2102279999908205e-05,
+    1.1394040000141105e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.681038000015178e-05,
-    1.81965650000393e-05,
-    1.2720589999162258e-05
+    2.0611620000181576e-05,
+    2.176666999957888e-05,
+    2.4203300000635863e-05
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.00010948672294616699,
-   "min": 8.461888313293457e-05,
-   "max": 0.00011442111968994141,
+   "seconds": 0.00015105983734130861,
+   "min": 0.00011933631896972656,
+   "max": 0.00023171072006225588,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.440532499742858e-06,
-   "host_backward_canary_seconds": 1.664733500035709e-05,
+   "host_canary_seconds": 1.1205784999788194e-05,
+   "host_backward_canary_seconds": 2.0480010000483162e-05,
    "pass_seconds": [
-    9.036288261413575e-05,
-    0.0001097209644317627,
-    0.00010948672294616699
+    0.00012876992225646972,
+    0.00015105983734130861,
+    0.00015205823898315428
    ],
    "pass_host_canary_seconds": [
-    7.440532499742858e-06,
-    8.958045000042603e-06,
-    7.404542500069056e-06
+    1.1205784999788194e-05,
+    1.220178500034308e-05,
+    1.1909714999660536e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.664733500035709e-05,
-    1.8451785000479506e-05,
-    1.2643060000527839e-05
+    2.0480010000483162e-05,
+    2.173032000087005e-05,
+    2.5407870000435652e-05
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.0001307475185394287,
-   "min": 9.903231620788573e-05,
-   "max": 0.00014183423995971678,
+   "seconds": 0.000175534725189209,
+   "min": 0.00013156543731689455,
+   "max": 0.00023580799102783202,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.360200000050554e-06,
-   "host_backward_canary_seconds": 1.595437499986474e-05,
+   "host_canary_seconds": 1.0926179999728447e-05,
+   "host_backward_canary_seconds": 2.0480010000483162e-05,
    "pass_seconds": [
-    0.00010898303985595703,
-    0.0001307475185394287,
-    0.00013683967590332033
+    0.00014917311668395997,
+    0.00019227455139160158,
+    0.000175534725189209
    ],
    "pass_host_canary_seconds": [
-    7.360200000050554e-06,
-    8.972514999641134e-06,
-    7.1411900000839525e-06
+    1.0926179999728447e-05,
+    1.1715797499789458e-05,
+    1.2442889999988438e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.595437499986474e-05,
-    1.7769679999446453e-05,
-    1.2428410000211443e-05
+    2.0480010000483162e-05,
+    2.303016999974261e-05,
+    2.3618129999931626e-05
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 9.791104316711426e-05,
-   "min": 7.477952003479003e-05,
-   "max": 0.00011732735633850098,
+   "seconds": 0.00014747520446777343,
+   "min": 9.986687660217284e-05,
+   "max": 0.0002189267158508301,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.239574999857723e-06,
-   "host_backward_canary_seconds": 1.4866609999444336e-05,
+   "host_canary_seconds": 9.234682499936754e-06,
+   "host_backward_canary_seconds": 1.974985999936507e-05,
    "pass_seconds": [
-    7.786752223968506e-05,
-    0.00010110719680786133,
-    9.791104316711426e-05
+    0.00011490367889404296,
+    0.00014747520446777343,
+    0.00015101247787475586
    ],
    "pass_host_canary_seconds": [
-    7.239574999857723e-06,
-    9.336670000266168e-06,
-    7.753165000110585e-06
+    9.234682499936754e-06,
+    1.1753770000382246e-05,
+    1.2673064999830785e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4866609999444336e-05,
-    1.8247190000124646e-05,
-    1.6882380000424748e-05
+    1.974985999936507e-05,
+    2.150623000034102e-05,
+    2.5519609999946623e-05
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.00012003007888793946,
-   "min": 9.036800384521485e-05,
-   "max": 0.000147510404586792,
+   "seconds": 0.0001448185634613037,
+   "min": 0.0001200275230407715,
+   "max": 0.00020814464569091795,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.987752499867384e-06,
-   "host_backward_canary_seconds": 1.3724734999982502e-05,
+   "host_canary_seconds": 8.057979999875898e-06,
+   "host_backward_canary_seconds": 2.0069959999773347e-05,
    "pass_seconds": [
-    9.337216377258302e-05,
-    0.00012003007888793946,
-    0.0001333459186553955
+    0.00013201279640197755,
+    0.00019341312408447265,
+    0.0001448185634613037
    ],
    "pass_host_canary_seconds": [
-    6.987752499867384e-06,
-    9.11093000041774e-06,
-    7.46366499981832e-06
+    8.057979999875898e-06,
+    1.1941882500252631e-05,
+    9.720470000047499e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3724734999982502e-05,
-    1.8235114999924918e-05,
-    1.387126999929933e-05
+    2.0069959999773347e-05,
+    2.731669000013426e-05,
+    2.4361660000522533e-05
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 8.766400337219237e-05,
-   "min": 7.572927951812744e-05,
-   "max": 0.00010000127792358399,
+   "seconds": 0.00013515456199645996,
+   "min": 8.948351860046387e-05,
+   "max": 0.00020018815994262695,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.0622200001935195e-06,
-   "host_backward_canary_seconds": 1.9151940000483593e-05,
+   "host_canary_seconds": 9.405309999976907e-06,
+   "host_backward_canary_seconds": 2.087619500002802e-05,
    "pass_seconds": [
-    7.746431827545166e-05,
-    8.766400337219237e-05,
-    8.868096351623534e-05
+    9.538880348205566e-05,
+    0.00013515456199645996,
+    0.0001566521644592285
    ],
    "pass_host_canary_seconds": [
-    7.0622200001935195e-06,
-    9.187654999891492e-06,
-    7.70207499982689e-06
+    9.405309999976907e-06,
+    1.3227279999910025e-05,
+    1.2904170000069825e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9151940000483593e-05,
-    1.822150499947384e-05,
-    1.939484000047287e-05
+    2.087619500002802e-05,
+    2.240472999915255e-05,
+    2.607135999937782e-05
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.0001049452781677246,
-   "min": 8.533247947692872e-05,
-   "max": 0.00013339136123657227,
+   "seconds": 0.00017524288177490232,
+   "min": 0.00012518464088439942,
+   "max": 0.0003749740982055664,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.846360000167806e-06,
-   "host_backward_canary_seconds": 1.6774274999988848e-05,
+   "host_canary_seconds": 1.0351622499626956e-05,
+   "host_backward_canary_seconds": 2.0649585000001025e-05,
    "pass_seconds": [
-    9.370688438415528e-05,
-    0.0001049452781677246,
-    0.00010755007743835449
+    0.00012841919898986815,
+    0.00018051136016845705,
+    0.00017524288177490232
    ],
    "pass_host_canary_seconds": [
-    6.846360000167806e-06,
-    8.899562500062075e-06,
-    7.60356499995396e-06
+    1.0351622499626956e-05,
+    1.2447009999618786e-05,
+    1.2049599999954808e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6774274999988848e-05,
-    1.7846909999548187e-05,
-    1.9966094999972483e-05
+    2.0649585000001025e-05,
+    2.386737000051653e-05,
+    2.3700619999544868e-05
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00014070528030395507,
-   "min": 9.766336441040038e-05,
-   "max": 0.0001838412857055664,
+   "seconds": 0.00020420927047729492,
+   "min": 0.00015451007843017578,
+   "max": 0.00030374847412109374,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.850190000022849e-06,
-   "host_backward_canary_seconds": 1.704040999982226e-05,
+   "host_canary_seconds": 1.1014090000003306e-05,
+   "host_backward_canary_seconds": 2.092796999932034e-05,
    "pass_seconds": [
-    0.00010487808227539062,
-    0.0001407091236114502,
-    0.00014070528030395507
+    0.00016878719329833984,
+    0.00022296127319335938,
+    0.00020420927047729492
    ],
    "pass_host_canary_seconds": [
-    6.850190000022849e-06,
-    8.853649999878144e-06,
-    7.621190000008937e-06
+    1.1014090000003306e-05,
+    1.2646624999774759e-05,
+    1.2087642499807316e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.704040999982226e-05,
-    1.8110789999354892e-05,
-    1.9642209999801707e-05
+    2.092796999932034e-05,
+    2.3641970000198852e-05,
+    2.3559229999818855e-05
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.0001596076774597168,
-   "min": 0.00012127615928649903,
-   "max": 0.00019884096145629884,
+   "seconds": 0.00022957632064819335,
+   "min": 0.00018191295623779294,
+   "max": 0.0004472403335571289,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.292805000247426e-06,
-   "host_backward_canary_seconds": 1.8531819999907384e-05,
+   "host_canary_seconds": 1.0579435000011016e-05,
+   "host_backward_canary_seconds": 2.0886065000240707e-05,
    "pass_seconds": [
-    0.00014669055938720704,
-    0.0001596076774597168,
-    0.00018019840240478515
+    0.0001947750473022461,
+    0.00022957632064819335,
+    0.0002816671943664551
    ],
    "pass_host_canary_seconds": [
-    7.292805000247426e-06,
-    8.82619000037721e-06,
-    9.273409999650539e-06
+    1.0579435000011016e-05,
+    1.2496439999836184e-05,
+    1.2095054999861075e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8531819999907384e-05,
-    1.8231640000294645e-05,
-    2.0179409999627752e-05
+    2.0886065000240707e-05,
+    2.3101379999843628e-05,
+    2.2651970000424625e-05
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.0003126272010803223,
-   "min": 0.00025773759841918943,
-   "max": 0.00041063617706298827,
+   "seconds": 0.0005199897766113281,
+   "min": 0.0003526803207397461,
+   "max": 0.000703729248046875,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.56908750023422e-06,
-   "host_backward_canary_seconds": 1.8326954999565715e-05,
+   "host_canary_seconds": 1.1206695000396393e-05,
+   "host_backward_canary_seconds": 2.0309289999431714e-05,
    "pass_seconds": [
-    0.00033705535888671874,
-    0.0003089356803894043,
-    0.0003126272010803223
+    0.0003590252685546875,
+    0.0005199897766113281,
+    0.0005982912063598633
    ],
    "pass_host_canary_seconds": [
-    8.56908750023422e-06,
-    8.959915000446017e-06,
-    1.0341369999764539e-05
+    1.1206695000396393e-05,
+    1.2523560000090584e-05,
+    1.2575860000083594e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8326954999565715e-05,
-    1.8161010000312672e-05,
-    1.5664159999460025e-05
+    2.0309289999431714e-05,
+    2.2332229999619812e-05,
+    2.401817999952982e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.0003437529754638672,
-   "min": 0.00026553279876708987,
-   "max": 0.0005295660781860351,
+   "seconds": 0.0005524345779418945,
+   "min": 0.0003090105628967285,
+   "max": 0.0007955929565429687,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.371680000072048e-06,
-   "host_backward_canary_seconds": 1.8140610000045853e-05,
+   "host_canary_seconds": 1.1022719999971286e-05,
+   "host_backward_canary_seconds": 1.9976954999947337e-05,
    "pass_seconds": [
-    0.0003108889579772949,
-    0.0003437529754638672,
-    0.0004211449432373047
+    0.0003598732757568359,
+    0.0005901536178588867,
+    0.0005524345779418945
    ],
    "pass_host_canary_seconds": [
-    9.371680000072048e-06,
-    8.944202500060783e-06,
-    1.0327845000404068e-05
+    1.1022719999971286e-05,
+    1.1792365000360406e-05,
+    1.2152804999914225e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8140610000045853e-05,
-    1.8684624999423247e-05,
-    2.0231705000242074e-05
+    1.9976954999947337e-05,
+    2.2013290000586493e-05,
+    2.3589749999928245e-05
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.00010415743827819825,
-   "min": 8.476736068725586e-05,
-   "max": 0.00014681535720825195,
+   "seconds": 0.00014505791664123533,
+   "min": 0.0001168832015991211,
+   "max": 0.0002471993637084961,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.63215500004344e-06,
-   "host_backward_canary_seconds": 1.5925820000006753e-05,
+   "host_canary_seconds": 1.092808500004594e-05,
+   "host_backward_canary_seconds": 1.7797740000560224e-05,
    "pass_seconds": [
-    9.589695930480957e-05,
-    0.00010415743827819825,
-    0.00012018943786621094
+    0.00012447808265686036,
+    0.00014505791664123533,
+    0.00016028480529785158
    ],
    "pass_host_canary_seconds": [
-    8.63215500004344e-06,
-    8.60167499979525e-06,
-    8.059495000338757e-06
+    1.092808500004594e-05,
+    1.1741630000017268e-05,
+    1.1998565000226336e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5925820000006753e-05,
-    1.761567499954708e-05,
-    1.9438970000464905e-05
+    1.7797740000560224e-05,
+    2.3441299999831246e-05,
+    2.148672000089391e-05
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00012803647994995117,
-   "min": 0.0001043558406829834,
-   "max": 0.00019163455963134765,
+   "seconds": 0.00017681983947753904,
+   "min": 0.00014441408157348635,
+   "max": 0.000321420783996582,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.452927499969064e-06,
-   "host_backward_canary_seconds": 1.5676259999963803e-05,
+   "host_canary_seconds": 1.1371004999887191e-05,
+   "host_backward_canary_seconds": 1.7093420000264812e-05,
    "pass_seconds": [
-    0.00010753855705261232,
-    0.00012803647994995117,
-    0.00012886272430419923
+    0.00014920767784118652,
+    0.0002277350425720215,
+    0.00017681983947753904
    ],
    "pass_host_canary_seconds": [
-    7.452927499969064e-06,
-    8.445204999816269e-06,
-    7.964955000261397e-06
+    1.1371004999887191e-05,
+    1.2437489999683748e-05,
+    1.1556809999717643e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5676259999963803e-05,
-    1.7449249999685892e-05,
-    1.929395000047407e-05
+    1.7093420000264812e-05,
+    2.3709729999836783e-05,
+    2.0831315000009452e-05
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00010187583923339844,
-   "min": 8.297280311584472e-05,
-   "max": 0.00013250047683715821,
+   "seconds": 0.0001387059211730957,
+   "min": 0.00010966272354125976,
+   "max": 0.00024963455200195314,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.4888724998345425e-06,
-   "host_backward_canary_seconds": 1.3947580000035488e-05,
+   "host_canary_seconds": 1.1146449999728247e-05,
+   "host_backward_canary_seconds": 1.6320480000331372e-05,
    "pass_seconds": [
-    8.810751914978028e-05,
-    0.00010187583923339844,
-    0.00010857343673706054
+    0.00012056703567504884,
+    0.00018368255615234375,
+    0.0001387059211730957
    ],
    "pass_host_canary_seconds": [
-    7.4888724998345425e-06,
-    8.698242499747266e-06,
-    8.993584999927862e-06
+    1.1146449999728247e-05,
+    1.251688000024842e-05,
+    1.1262675000125455e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3947580000035488e-05,
-    1.804337000010037e-05,
-    1.768152000011014e-05
+    1.6320480000331372e-05,
+    2.4821099999599027e-05,
+    2.158772000029785e-05
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.00015009920120239258,
-   "min": 0.00010153663635253907,
-   "max": 0.0001804607963562012,
+   "seconds": 0.0001766054344177246,
+   "min": 0.0001458796787261963,
+   "max": 0.0003526316833496094,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0174409999876844e-05,
-   "host_backward_canary_seconds": 1.5132280000216269e-05,
+   "host_canary_seconds": 1.1248769999951947e-05,
+   "host_backward_canary_seconds": 1.6090940000594856e-05,
    "pass_seconds": [
-    0.00015009920120239258,
-    0.00013073408126831055,
-    0.0001583302402496338
+    0.00015494720458984374,
+    0.0002102604866027832,
+    0.0001766054344177246
    ],
    "pass_host_canary_seconds": [
-    1.0174409999876844e-05,
-    8.924570000203858e-06,
-    1.0475830000018505e-05
+    1.1248769999951947e-05,
+    1.3538249999669461e-05,
+    1.2112487500246516e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5132280000216269e-05,
-    1.818132000039441e-05,
-    1.956054999936896e-05
+    1.6090940000594856e-05,
+    2.4821099999599027e-05,
+    2.347192999991421e-05
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 9.520575523376465e-05,
-   "min": 9.039104461669922e-05,
-   "max": 0.0001168076801300049,
+   "seconds": 0.0001263372802734375,
+   "min": 9.158975601196289e-05,
+   "max": 0.00039518592834472655,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0431902500158684e-05,
-   "host_backward_canary_seconds": 1.821441499998855e-05,
+   "host_canary_seconds": 1.0819340000125521e-05,
+   "host_backward_canary_seconds": 1.7871444999855157e-05,
    "pass_seconds": [
-    0.00010787199974060059,
-    9.520575523376465e-05,
-    9.513983726501466e-05
+    0.00010240384101867675,
+    0.0001530361557006836,
+    0.0001263372802734375
    ],
    "pass_host_canary_seconds": [
-    1.0431902500158684e-05,
-    9.018640000135747e-06,
-    1.0164105000285416e-05
+    1.0819340000125521e-05,
+    1.2473697500183788e-05,
+    1.1428775000013047e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.821441499998855e-05,
-    1.8794155000136925e-05,
-    1.489713499950085e-05
+    1.7871444999855157e-05,
+    2.3584009999808588e-05,
+    2.2328759999936665e-05
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00011108287811279297,
-   "min": 9.199999809265136e-05,
-   "max": 0.00015658559799194334,
+   "seconds": 0.00015347071647644044,
+   "min": 0.00012613823890686036,
+   "max": 0.0003631577682495117,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0478975000296486e-05,
-   "host_backward_canary_seconds": 1.843923000024006e-05,
+   "host_canary_seconds": 1.1193585000341955e-05,
+   "host_backward_canary_seconds": 1.677798000059738e-05,
    "pass_seconds": [
-    0.00011108287811279297,
-    0.00011705856323242187,
-    0.0001033465576171875
+    0.00013325759887695312,
+    0.0001694060707092285,
+    0.00015347071647644044
    ],
    "pass_host_canary_seconds": [
-    1.0478975000296486e-05,
-    9.154054999953587e-06,
-    8.273947500470058e-06
+    1.1193585000341955e-05,
+    1.2062890000095195e-05,
+    1.1712499999987359e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.843923000024006e-05,
-    1.8923100000165505e-05,
-    1.56153450001284e-05
+    1.677798000059738e-05,
+    2.525003000016568e-05,
+    2.1872144999974806e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 9.511872291564941e-05,
-   "min": 8.387264251708984e-05,
-   "max": 0.00012484607696533202,
+   "seconds": 0.00013745599746704102,
+   "min": 0.00010419391632080078,
+   "max": 0.00028124095916748045,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.000285000126951e-06,
-   "host_backward_canary_seconds": 1.779429999999138e-05,
+   "host_canary_seconds": 1.0598652499993477e-05,
+   "host_backward_canary_seconds": 1.6368209999768622e-05,
    "pass_seconds": [
-    9.511872291564941e-05,
-    0.00011170880317687988,
-    8.905728340148926e-05
+    0.00011058815956115722,
+    0.00016604415893554686,
+    0.00013745599746704102
    ],
    "pass_host_canary_seconds": [
-    9.000285000126951e-06,
-    9.0729425002678e-06,
-    7.278687500047454e-06
+    1.0598652499993477e-05,
+    1.1952392500234054e-05,
+    1.1868490000210841e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.779429999999138e-05,
-    1.8788605000281674e-05,
-    1.6833804999691892e-05
+    1.6368209999768622e-05,
+    2.1853665000435285e-05,
+    2.1687020000626946e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00013095871925354003,
-   "min": 0.00011317312240600586,
-   "max": 0.0002438688087463379,
+   "seconds": 0.0002084614372253418,
+   "min": 0.0001360243225097656,
+   "max": 0.00029269695281982424,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0479320000058579e-05,
-   "host_backward_canary_seconds": 1.7671499999778462e-05,
+   "host_canary_seconds": 1.1181904999943981e-05,
+   "host_backward_canary_seconds": 1.842811999949845e-05,
    "pass_seconds": [
-    0.0001505446434020996,
-    0.00013034879684448243,
-    0.00013095871925354003
+    0.0001420364761352539,
+    0.0002084614372253418,
+    0.00023486591339111327
    ],
    "pass_host_canary_seconds": [
-    1.0479320000058579e-05,
-    9.13902500030872e-06,
-    8.645180000144136e-06
+    1.1181904999943981e-05,
+    1.2015565000069728e-05,
+    1.2159985000153028e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7671499999778462e-05,
-    1.871488999995563e-05,
-    1.4889389999552805e-05
+    1.842811999949845e-05,
+    2.250928000080421e-05,
+    2.4589390000073764e-05
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 7.023168087005615e-05,
-   "min": 6.256383895874024e-05,
-   "max": 7.676352024078369e-05,
+   "seconds": 0.0001090617561340332,
+   "min": 6.982207775115967e-05,
+   "max": 0.00020341503143310547,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.938939999756258e-06,
-   "host_backward_canary_seconds": 1.600683999981811e-05,
+   "host_canary_seconds": 1.1132664999990993e-05,
+   "host_backward_canary_seconds": 1.6537840000410142e-05,
    "pass_seconds": [
-    7.145984172821046e-05,
-    7.023168087005615e-05,
-    6.562431812286377e-05
+    7.26803207397461e-05,
+    0.0001090617561340332,
+    0.0001205356788635254
    ],
    "pass_host_canary_seconds": [
-    9.938939999756258e-06,
-    9.069105000207855e-06,
-    1.038268499996775e-05
+    1.1132664999990993e-05,
+    1.146008499972595e-05,
+    1.2321424999868214e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.600683999981811e-05,
-    1.888640999936797e-05,
-    1.4473380000481484e-05
+    1.6537840000410142e-05,
+    2.1861449999960315e-05,
+    2.44849399996383e-05
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 9.514687538146972e-05,
-   "min": 8.321663856506348e-05,
-   "max": 0.00010793855667114258,
+   "seconds": 0.00011937151908874513,
+   "min": 9.794239997863769e-05,
+   "max": 0.00032809345245361326,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0236667499725627e-05,
-   "host_backward_canary_seconds": 1.6310704999682457e-05,
+   "host_canary_seconds": 1.123056250008858e-05,
+   "host_backward_canary_seconds": 2.2871090000080585e-05,
    "pass_seconds": [
-    9.664959907531738e-05,
-    9.097663879394532e-05,
-    9.514687538146972e-05
+    0.00010560895919799804,
+    0.00011937151908874513,
+    0.00013767104148864747
    ],
    "pass_host_canary_seconds": [
-    1.0236667499725627e-05,
-    9.169389999783561e-06,
-    1.0064104999969459e-05
+    1.123056250008858e-05,
+    1.1648514999933469e-05,
+    1.2462299999924652e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6310704999682457e-05,
-    1.937623000003441e-05,
-    1.5682845000242195e-05
+    2.2871090000080585e-05,
+    2.127549999954681e-05,
+    2.609579999898415e-05
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 6.429183959960937e-05,
-   "min": 5.896383762359619e-05,
-   "max": 7.596223831176758e-05,
+   "seconds": 9.137215614318849e-05,
+   "min": 6.684927940368652e-05,
+   "max": 0.00016176511764526367,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0584075000110715e-05,
-   "host_backward_canary_seconds": 1.7669449999857533e-05,
+   "host_canary_seconds": 1.1355874999594562e-05,
+   "host_backward_canary_seconds": 2.191151000033642e-05,
    "pass_seconds": [
-    6.552000045776368e-05,
-    6.125311851501465e-05,
-    6.429183959960937e-05
+    7.41324806213379e-05,
+    9.137215614318849e-05,
+    0.00010136704444885254
    ],
    "pass_host_canary_seconds": [
-    1.0584075000110715e-05,
-    9.090699999774187e-06,
-    1.0032429999569104e-05
+    1.1355874999594562e-05,
+    1.283499499976415e-05,
+    1.2227959999790982e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7669449999857533e-05,
-    1.802636999968854e-05,
-    1.559675000066818e-05
+    2.191151000033642e-05,
+    2.127162999954635e-05,
+    2.680651499929354e-05
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 8.906944274902344e-05,
-   "min": 7.334144115447999e-05,
-   "max": 0.00010211135864257813,
+   "seconds": 0.0001092147159576416,
+   "min": 9.576448440551758e-05,
+   "max": 0.0001740140724182129,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0546464999947602e-05,
-   "host_backward_canary_seconds": 1.744576499959294e-05,
+   "host_canary_seconds": 1.1189362500090283e-05,
+   "host_backward_canary_seconds": 2.1827779999625818e-05,
    "pass_seconds": [
-    9.364543914794922e-05,
-    8.033344268798828e-05,
-    8.906944274902344e-05
+    9.872896194458008e-05,
+    0.0001092147159576416,
+    0.0001350156784057617
    ],
    "pass_host_canary_seconds": [
-    1.0546464999947602e-05,
-    8.990469999901052e-06,
-    1.0419967499899484e-05
+    1.1189362500090283e-05,
+    1.1813220000078671e-05,
+    1.190031499959332e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.744576499959294e-05,
-    1.739334499973211e-05,
-    1.550549499995668e-05
+    2.1827779999625818e-05,
+    2.053709499989509e-05,
+    2.1988980000742232e-05
    ]
   },
   "layer_steady_slice": {
-   "seconds": 9.063232421874999e-05,
-   "min": 8.330559730529785e-05,
-   "max": 0.00011273280143737793,
+   "seconds": 0.00011236096382141112,
+   "min": 0.00010382911682128908,
+   "max": 0.00018979520797729493,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0586902499767348e-05,
-   "host_backward_canary_seconds": 1.8870384999445377e-05,
+   "host_canary_seconds": 1.1313189999953011e-05,
+   "host_backward_canary_seconds": 2.1540574999789895e-05,
    "pass_seconds": [
-    0.00010355520248413086,
-    8.80953598022461e-05,
-    9.063232421874999e-05
+    0.0001074022388458252,
+    0.0001431884765625,
+    0.00011236096382141112
    ],
    "pass_host_canary_seconds": [
-    1.0586902499767348e-05,
-    8.84012499966502e-06,
-    1.0752594999985376e-05
+    1.1313189999953011e-05,
+    1.161446500020702e-05,
+    1.1676527499844269e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8870384999445377e-05,
-    1.7664755000055265e-05,
-    1.620250499968279e-05
+    2.1540574999789895e-05,
+    2.01743799993892e-05,
+    2.1272954999744797e-05
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.0001137548828125,
-   "min": 0.0001023020839691162,
-   "max": 0.00013596927642822265,
+   "seconds": 0.0001409715175628662,
+   "min": 0.00012416383743286133,
+   "max": 0.00017426431655883788,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.052104749959426e-05,
-   "host_backward_canary_seconds": 1.5680794999752836e-05,
+   "host_canary_seconds": 1.1160205000351197e-05,
+   "host_backward_canary_seconds": 2.1552030000293597e-05,
    "pass_seconds": [
-    0.00011880191802978516,
-    0.0001137548828125,
-    0.00011198335647583008
+    0.00013394240379333496,
+    0.00014587072372436525,
+    0.0001409715175628662
    ],
    "pass_host_canary_seconds": [
-    1.052104749959426e-05,
-    8.79153499994345e-06,
-    1.0774389999994583e-05
+    1.1160205000351197e-05,
+    1.1606264999954874e-05,
+    1.1391870000352355e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5680794999752836e-05,
-    1.781015999995361e-05,
-    1.6285349999520805e-05
+    2.1552030000293597e-05,
+    2.039872000068499e-05,
+    2.14778200006549e-05
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00011085503578186035,
-   "min": 9.848447799682616e-05,
-   "max": 0.0001240441608428955,
+   "seconds": 0.00013874367713928224,
+   "min": 0.00012133248329162598,
+   "max": 0.00018544384002685545,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0182637499838165e-05,
-   "host_backward_canary_seconds": 1.5466419999370373e-05,
+   "host_canary_seconds": 1.0744409999858817e-05,
+   "host_backward_canary_seconds": 2.1540555000001405e-05,
    "pass_seconds": [
-    0.00011089407920837402,
-    0.00011085503578186035,
-    0.00010294015884399415
+    0.0001238432025909424,
+    0.0001545068836212158,
+    0.00013874367713928224
    ],
    "pass_host_canary_seconds": [
-    1.0182637499838165e-05,
-    8.750099999872418e-06,
-    9.8618350000379e-06
+    1.0744409999858817e-05,
+    1.0989760000370551e-05,
+    1.1559535000174037e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5466419999370373e-05,
-    1.7667260000280293e-05,
-    1.5886529999988853e-05
+    2.1540555000001405e-05,
+    2.1040110000285494e-05,
+    2.227114999982405e-05
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00013230079650878906,
-   "min": 0.0001182636833190918,
-   "max": 0.00016443712234497071,
+   "seconds": 0.00015614208221435545,
+   "min": 0.0001422220802307129,
+   "max": 0.0003586751937866211,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0525925000024471e-05,
-   "host_backward_canary_seconds": 1.4759399999775268e-05,
+   "host_canary_seconds": 1.1034249999966051e-05,
+   "host_backward_canary_seconds": 2.189582000028167e-05,
    "pass_seconds": [
-    0.00014070591926574705,
-    0.00013230079650878906,
-    0.000131080322265625
+    0.0001517625617980957,
+    0.00015614208221435545,
+    0.00017301824569702147
    ],
    "pass_host_canary_seconds": [
-    1.0525925000024471e-05,
-    9.68534999969961e-06,
-    9.897639999962848e-06
+    1.1034249999966051e-05,
+    9.040024999649176e-06,
+    1.1559535000174037e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4759399999775268e-05,
-    1.7766119999578222e-05,
-    1.4869620000581563e-05
+    2.189582000028167e-05,
+    2.202470000042922e-05,
+    2.2020669999847086e-05
    ]
   },
   "layer_steady_cat": {
-   "seconds": 9.384320259094238e-05,
-   "min": 7.915775775909423e-05,
-   "max": 0.00012048895835876466,
+   "seconds": 0.0001068064022064209,
+   "min": 9.894720077514648e-05,
+   "max": 0.00012178367614746093,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0400900000036016e-05,
-   "host_backward_canary_seconds": 1.4702069999543709e-05,
+   "host_canary_seconds": 1.1285197500114918e-05,
+   "host_backward_canary_seconds": 2.1825229999876683e-05,
    "pass_seconds": [
-    9.384320259094238e-05,
-    9.436479568481446e-05,
-    8.143168449401855e-05
+    0.00010703295707702636,
+    0.0001068064022064209,
+    0.00010194944381713868
    ],
    "pass_host_canary_seconds": [
-    1.0400900000036016e-05,
-    1.0316800000111926e-05,
-    9.806372499951976e-06
+    1.1285197500114918e-05,
+    8.812307499965754e-06,
+    1.1045220000198697e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4702069999543709e-05,
-    1.8974745000264193e-05,
-    1.4527495000038471e-05
+    2.1825229999876683e-05,
+    2.2955034999654345e-05,
+    2.1987279999962084e-05
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.00011950400352478028,
-   "min": 8.403008460998534e-05,
-   "max": 0.0001341536045074463,
+   "seconds": 0.000142542724609375,
+   "min": 0.00011922880172729492,
+   "max": 0.00033237312316894527,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0340369999823907e-05,
-   "host_backward_canary_seconds": 1.5263555000046835e-05,
+   "host_canary_seconds": 1.1530049999919356e-05,
+   "host_backward_canary_seconds": 2.2153335000325568e-05,
    "pass_seconds": [
-    0.00011950400352478028,
-    0.00012201919555664062,
-    9.269120216369629e-05
+    0.0002636319923400879,
+    0.000142542724609375,
+    0.00012766207695007325
    ],
    "pass_host_canary_seconds": [
-    1.0340369999823907e-05,
-    1.0446465000200078e-05,
-    7.200569999952222e-06
+    1.1530049999919356e-05,
+    9.694700000295598e-06,
+    1.090003750022106e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5263555000046835e-05,
-    1.8838985000115826e-05,
-    1.4621775000023264e-05
+    2.2153335000325568e-05,
+    2.182737999987694e-05,
+    2.178114500054562e-05
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.0003909497451782227,
-   "min": 0.00028316671371459963,
-   "max": 0.0005091968154907226,
+   "seconds": 0.0005928422546386719,
+   "min": 0.00046603710174560547,
+   "max": 0.0007944166564941406,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.803405000070597e-06,
-   "host_backward_canary_seconds": 1.481599000044298e-05,
+   "host_canary_seconds": 1.182297499951801e-05,
+   "host_backward_canary_seconds": 2.2170470000446585e-05,
    "pass_seconds": [
-    0.00041967041015624997,
-    0.0003909497451782227,
-    0.0003125433540344238
+    0.0006069868850708008,
+    0.000573391342163086,
+    0.0005928422546386719
    ],
    "pass_host_canary_seconds": [
-    9.803405000070597e-06,
-    9.577732500076762e-06,
-    6.877399999893896e-06
+    1.182297499951801e-05,
+    1.225593500009836e-05,
+    1.2009495000029347e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.481599000044298e-05,
-    1.8044635000364904e-05,
-    1.3476670000045488e-05
+    2.2170470000446585e-05,
+    2.2743319999563027e-05,
+    2.194215000031363e-05
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0003991052627563477,
-   "min": 0.0003031398391723633,
-   "max": 0.0006373433685302734,
+   "seconds": 0.0006119475173950195,
+   "min": 0.0004753286361694336,
+   "max": 0.0011560832214355468,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0000744999842937e-05,
-   "host_backward_canary_seconds": 1.7774969999209135e-05,
+   "host_canary_seconds": 1.1220154999591613e-05,
+   "host_backward_canary_seconds": 1.935068999955547e-05,
    "pass_seconds": [
-    0.0005477280044555665,
-    0.00036828990936279296,
-    0.0003991052627563477
+    0.0005793401718139649,
+    0.0008407430267333985,
+    0.0006119475173950195
    ],
    "pass_host_canary_seconds": [
-    1.0000744999842937e-05,
-    8.63057500026798e-06,
-    8.22006000021247e-06
+    1.1220154999591613e-05,
+    1.2036585000032573e-05,
+    1.175995499977489e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7774969999209135e-05,
-    1.672788999940167e-05,
-    1.4377119999835486e-05
+    1.935068999955547e-05,
+    2.3552899999685906e-05,
+    2.2261999999955153e-05
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0013400306701660156,
-   "min": 0.0012268710327148437,
-   "max": 0.0015653773498535157,
+   "seconds": 0.0018933363342285155,
+   "min": 0.0016948410034179687,
+   "max": 0.002369505310058594,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.439865000331337e-06,
-   "host_backward_canary_seconds": 1.8628560000024663e-05,
+   "host_canary_seconds": 1.169173499988574e-05,
+   "host_backward_canary_seconds": 2.143518000025324e-05,
    "pass_seconds": [
-    0.0014105690002441406,
-    0.0013252415466308593,
-    0.0013400306701660156
+    0.0018933363342285155,
+    0.002116154937744141,
+    0.0017706623840332031
    ],
    "pass_host_canary_seconds": [
-    9.439865000331337e-06,
-    9.220284999855721e-06,
-    9.88342000027842e-06
+    1.169173499988574e-05,
+    1.2233025000227826e-05,
+    1.1813154999913422e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8628560000024663e-05,
-    1.8022440000322603e-05,
-    1.7609789999823988e-05
+    2.143518000025324e-05,
+    2.367362999962097e-05,
+    2.108572999986791e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.0016411021423339844,
-   "min": 0.0013160870361328125,
-   "max": 0.0020969715881347657,
+   "seconds": 0.0022941215515136716,
+   "min": 0.0019284428405761719,
+   "max": 0.0029039898681640624,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.767600000145648e-06,
-   "host_backward_canary_seconds": 1.866716999984419e-05,
+   "host_canary_seconds": 1.1306549999972049e-05,
+   "host_backward_canary_seconds": 2.1275459999969826e-05,
    "pass_seconds": [
-    0.0019109657287597656,
-    0.001451406707763672,
-    0.0016411021423339844
+    0.002242279052734375,
+    0.0024039584350585936,
+    0.0022941215515136716
    ],
    "pass_host_canary_seconds": [
-    9.767600000145648e-06,
-    8.704360000137968e-06,
-    9.437684999511476e-06
+    1.1306549999972049e-05,
+    1.231735500027753e-05,
+    1.1506975000088459e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.866716999984419e-05,
-    1.4512489999560784e-05,
-    1.7427599999564336e-05
+    2.1275459999969826e-05,
+    2.385741000011876e-05,
+    2.169239999943784e-05
    ]
   },
   "layer_steady_cast": {
-   "seconds": 0.00010853952407836913,
-   "min": 7.931583881378175e-05,
-   "max": 0.00011996671676635743,
+   "seconds": 0.0001265446376800537,
+   "min": 9.831487655639649e-05,
+   "max": 0.0002101740837097168,
    "samples": 33,
    "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.967872500169506e-06,
-   "host_backward_canary_seconds": 1.9357684999476986e-05,
+   "host_canary_seconds": 9.20429499956299e-06,
+   "host_backward_canary_seconds": 2.1446459999197032e-05,
    "pass_seconds": [
-    0.00010853952407836913,
-    8.51091194152832e-05,
-    0.00011471360206604005
+    0.0001139680004119873,
+    0.0001352735996246338,
+    0.0001265446376800537
    ],
    "pass_host_canary_seconds": [
-    9.967872500169506e-06,
-    9.2109199999868e-06,
-    1.0018412500016893e-05
+    9.20429499956299e-06,
+    1.1952817500002764e-05,
+    1.0833015000457635e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9357684999476986e-05,
-    1.3909279999779756e-05,
-    1.897187999986727e-05
+    2.1446459999197032e-05,
+    2.285078499937754e-05,
+    2.125296999906823e-05
    ]
   },
   "layer_steady_cast_autocast": {
-   "seconds": 0.00012125503540039063,
-   "min": 9.493696212768553e-05,
-   "max": 0.0001599168014526367,
+   "seconds": 0.0001568051242828369,
+   "min": 0.0001042470359802246,
+   "max": 0.0003782380676269531,
    "samples": 33,
    "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0143249999714499e-05,
-   "host_backward_canary_seconds": 1.9834639999771753e-05,
+   "host_canary_seconds": 8.177944999943066e-06,
+   "host_backward_canary_seconds": 1.8767260000913667e-05,
    "pass_seconds": [
-    0.00013402496337890625,
-    0.00010227711677551269,
-    0.00012125503540039063
+    0.00012383423805236815,
+    0.00022988672256469726,
+    0.0001568051242828369
    ],
    "pass_host_canary_seconds": [
-    1.0143249999714499e-05,
-    8.617124999830139e-06,
-    9.809415000177068e-06
+    8.177944999943066e-06,
+    1.2429275000158668e-05,
+    1.1147165000124915e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9834639999771753e-05,
-    1.3536619999854337e-05,
-    1.9009180000466586e-05
+    1.8767260000913667e-05,
+    2.2829099999626124e-05,
+    2.140302000043448e-05
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00011921152114868164,
-   "min": 0.00010137344360351562,
-   "max": 0.0001523699188232422,
+   "seconds": 0.00014789055824279785,
+   "min": 0.00011420288085937501,
+   "max": 0.0002555251121520996,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0067380000009507e-05,
-   "host_backward_canary_seconds": 1.950725000028797e-05,
+   "host_canary_seconds": 8.270815000059883e-06,
+   "host_backward_canary_seconds": 1.8767260000913667e-05,
    "pass_seconds": [
-    0.00013562623977661132,
-    0.00011921152114868164,
-    0.00011614848136901855
+    0.00012056896209716797,
+    0.00021224000930786133,
+    0.00014789055824279785
    ],
    "pass_host_canary_seconds": [
-    1.0067380000009507e-05,
-    8.71159250010578e-06,
-    7.5812999995150674e-06
+    8.270815000059883e-06,
+    1.2104690000001029e-05,
+    1.1529949999840027e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.950725000028797e-05,
-    1.7558365000240885e-05,
-    1.8933350000907014e-05
+    1.8767260000913667e-05,
+    2.4876620000213733e-05,
+    1.8377929999360278e-05
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00016005695343017577,
-   "min": 0.00013491840362548827,
-   "max": 0.00019359487533569336,
+   "seconds": 0.00017913984298706053,
+   "min": 0.00013204544067382814,
+   "max": 0.00035770942687988284,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0189209999680316e-05,
-   "host_backward_canary_seconds": 1.9183780000275875e-05,
+   "host_canary_seconds": 8.466885000188994e-06,
+   "host_backward_canary_seconds": 2.195904000018345e-05,
    "pass_seconds": [
-    0.00016005695343017577,
-    0.0001414470386505127,
-    0.00018966207504272459
+    0.00015594816207885743,
+    0.0002544364738464356,
+    0.00017913984298706053
    ],
    "pass_host_canary_seconds": [
-    1.0189209999680316e-05,
-    9.39309000045796e-06,
-    1.0074355000142532e-05
+    8.466885000188994e-06,
+    1.2400027499950284e-05,
+    9.348720000161848e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9183780000275875e-05,
-    1.763775999961581e-05,
-    1.8793770000229415e-05
+    2.195904000018345e-05,
+    2.4013215000309174e-05,
+    2.207311999995909e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.00022194431304931638,
-   "min": 0.00017430208206176758,
-   "max": 0.00030707136154174805,
+   "seconds": 0.00025349695205688474,
+   "min": 0.00019912384033203125,
+   "max": 0.0005094112014770507,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0194344999945315e-05,
-   "host_backward_canary_seconds": 1.841216999991957e-05,
+   "host_canary_seconds": 9.282490000259713e-06,
+   "host_backward_canary_seconds": 2.0059200001014687e-05,
    "pass_seconds": [
-    0.00022194431304931638,
-    0.0001786899185180664,
-    0.00028844480514526367
+    0.00025349695205688474,
+    0.0003900511932373047,
+    0.00025088895797729493
    ],
    "pass_host_canary_seconds": [
-    1.0194344999945315e-05,
-    9.575454999719568e-06,
-    1.0117905000015525e-05
+    9.282490000259713e-06,
+    1.2640080000210218e-05,
+    8.297450000327444e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.841216999991957e-05,
-    1.4534370000092166e-05,
-    1.945649999925081e-05
+    2.0059200001014687e-05,
+    2.266382000016165e-05,
+    2.0468049999635696e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.00032842430114746093,
-   "min": 0.00025611263275146485,
-   "max": 0.0005547097778320312,
+   "seconds": 0.0005402694320678711,
+   "min": 0.0003877497482299805,
+   "max": 0.0009174848175048828,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0078335000116567e-05,
-   "host_backward_canary_seconds": 1.6857780000805178e-05,
+   "host_canary_seconds": 1.1586305000150787e-05,
+   "host_backward_canary_seconds": 2.1955569999363433e-05,
    "pass_seconds": [
-    0.00032842430114746093,
-    0.00031339712142944336,
-    0.0005017663955688476
+    0.0006145094299316406,
+    0.0005402694320678711,
+    0.0005254899215698242
    ],
    "pass_host_canary_seconds": [
-    1.0078335000116567e-05,
-    8.966492499951074e-06,
-    9.813159999794152e-06
+    1.1586305000150787e-05,
+    1.2023075000229255e-05,
+    1.1952124999936586e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6857780000805178e-05,
-    1.4333974999658494e-05,
-    1.8553660000861784e-05
+    2.1955569999363433e-05,
+    2.154875999963224e-05,
+    2.149073999930806e-05
    ]
   },
   "layer_steady_sdpa_efficient": {
-   "seconds": 0.00019335487365722655,
-   "min": 0.00016552320480346682,
-   "max": 0.0002516294479370117,
+   "seconds": 0.00027253503799438473,
+   "min": 0.00020447103500366212,
+   "max": 0.00044156478881835935,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.838002499975575e-06,
-   "host_backward_canary_seconds": 1.8702000000416772e-05,
+   "host_canary_seconds": 1.1133179999944786e-05,
+   "host_backward_canary_seconds": 2.4244530000032682e-05,
    "pass_seconds": [
-    0.00019335487365722655,
-    0.00016970239639282225,
-    0.00020617919921875
+    0.0002911091232299805,
+    0.00027253503799438473,
+    0.00021619647979736329
    ],
    "pass_host_canary_seconds": [
-    9.838002499975575e-06,
-    8.74968000005083e-06,
-    9.703020000415563e-06
+    1.1133179999944786e-05,
+    1.2146619999953145e-05,
+    1.4000385000372262e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8702000000416772e-05,
-    1.658077999991292e-05,
-    1.820629999997436e-05
+    2.4244530000032682e-05,
+    2.3633420000805926e-05,
+    2.0958640000117157e-05
    ]
   },
   "layer_steady_sdpa_cudnn_autocast": {
-   "seconds": 0.000321569938659668,
-   "min": 0.0002707763290405273,
-   "max": 0.0005609606552124023,
+   "seconds": 0.0006730707550048828,
+   "min": 0.0004419884872436523,
+   "max": 0.000942706527709961,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.65199000006578e-06,
-   "host_backward_canary_seconds": 1.8278610000379558e-05,
+   "host_canary_seconds": 1.1702909999939947e-05,
+   "host_backward_canary_seconds": 2.2785900000599213e-05,
    "pass_seconds": [
-    0.00039696895599365233,
-    0.000321569938659668,
-    0.00031579904556274413
+    0.0006969894409179688,
+    0.0006730707550048828,
+    0.0005868057632446289
    ],
    "pass_host_canary_seconds": [
-    9.65199000006578e-06,
-    9.396595000339403e-06,
-    7.890737499849365e-06
+    1.1702909999939947e-05,
+    1.2357660000361648e-05,
+    1.0813675000349577e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8278610000379558e-05,
-    1.7278049999731592e-05,
-    1.8619174999798817e-05
+    2.2785900000599213e-05,
+    2.372020000052544e-05,
+    2.2119829999383e-05
    ]
   },
   "layer_steady_mha_no_weights": {
-   "seconds": 0.0011518348693847656,
-   "min": 0.0007859622192382811,
-   "max": 0.0015266201782226563,
+   "seconds": 0.001645322265625,
+   "min": 0.0012048242950439452,
+   "max": 0.0019409548950195313,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.769180000489541e-06,
-   "host_backward_canary_seconds": 1.862970000047426e-05,
+   "host_canary_seconds": 1.1342994999949952e-05,
+   "host_backward_canary_seconds": 2.149957999904473e-05,
    "pass_seconds": [
-    0.001269122543334961,
-    0.0009161990356445313,
-    0.0011518348693847656
+    0.0013994470214843749,
+    0.001645322265625,
+    0.0016885816955566407
    ],
    "pass_host_canary_seconds": [
-    9.769180000489541e-06,
-    8.8391449997971e-06,
-    8.10012499982804e-06
+    1.1342994999949952e-05,
+    1.2004394999962642e-05,
+    1.2108359999842833e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.862970000047426e-05,
-    1.4766030000146202e-05,
-    1.5972119999787538e-05
+    2.149957999904473e-05,
+    2.39849599995523e-05,
+    2.4003209999818865e-05
    ]
   },
   "layer_steady_mha_no_weights_autocast": {
-   "seconds": 0.0016327949523925781,
-   "min": 0.0012571430206298828,
-   "max": 0.002033619842529297,
+   "seconds": 0.0019482931518554688,
+   "min": 0.0017420191955566406,
+   "max": 0.0024422688293457033,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0246004999885371e-05,
-   "host_backward_canary_seconds": 1.951735000034205e-05,
+   "host_canary_seconds": 1.1884239999631063e-05,
+   "host_backward_canary_seconds": 2.188948000025448e-05,
    "pass_seconds": [
-    0.0017714598083496094,
-    0.0013183071899414063,
-    0.0016327949523925781
+    0.0019482931518554688,
+    0.002219016265869141,
+    0.0018815065002441406
    ],
    "pass_host_canary_seconds": [
-    1.0246004999885371e-05,
-    8.795919999897705e-06,
-    9.649539999827538e-06
+    1.1884239999631063e-05,
+    1.2182945000063227e-05,
+    1.0854395000023943e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.951735000034205e-05,
-    1.6272660000140606e-05,
-    1.7387020000114718e-05
+    2.188948000025448e-05,
+    2.2433599999658325e-05,
+    2.1056369999996604e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward": {
-   "seconds": 3.4074400002737096e-05,
-   "min": 2.8043600002547465e-05,
-   "max": 5.65700000038305e-05,
+   "seconds": 5.9895399999732035e-05,
+   "min": 2.798609999672408e-05,
+   "max": 0.00010974090000672731,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8857,28 +8857,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.032078000008596e-05,
-   "host_backward_canary_seconds": 1.9345229999885306e-05,
+   "host_canary_seconds": 1.2660607499981324e-05,
+   "host_backward_canary_seconds": 2.0682565000242904e-05,
    "pass_seconds": [
-    4.708999999820662e-05,
-    3.161360000376589e-05,
-    3.4074400002737096e-05
+    5.9895399999732035e-05,
+    7.94090999988839e-05,
+    3.560659999948257e-05
    ],
    "pass_host_canary_seconds": [
-    1.032078000008596e-05,
-    8.987719999709043e-06,
-    9.488944999702654e-06
+    1.2660607499981324e-05,
+    1.3527544999760722e-05,
+    8.487929999887456e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9345229999885306e-05,
-    1.9665820000227542e-05,
-    1.4584589999913078e-05
+    2.0682565000242904e-05,
+    2.8263209999295212e-05,
+    2.1056369999996604e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00019601970000167058,
-   "min": 0.00015046659999597977,
-   "max": 0.00035927569999785194,
+   "seconds": 0.00026066249999985304,
+   "min": 0.0001700658000004296,
+   "max": 0.0008613812999897164,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8893,28 +8893,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1006189999989147e-05,
-   "host_backward_canary_seconds": 1.7439079999803653e-05,
+   "host_canary_seconds": 1.1856739999984712e-05,
+   "host_backward_canary_seconds": 1.9220309999354866e-05,
    "pass_seconds": [
-    0.00027216250000492435,
-    0.00019180609999693842,
-    0.00019601970000167058
+    0.00026066249999985304,
+    0.0003381501000035314,
+    0.00023039939999307534
    ],
    "pass_host_canary_seconds": [
-    1.1006189999989147e-05,
-    8.850289999600136e-06,
-    9.488944999702654e-06
+    1.1856739999984712e-05,
+    1.2475732499979131e-05,
+    8.790374999989581e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7439079999803653e-05,
-    1.7057860000022628e-05,
-    1.4557580000200687e-05
+    1.9220309999354866e-05,
+    2.495299999964118e-05,
+    1.8070319999878847e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward": {
-   "seconds": 3.334769999128184e-05,
-   "min": 2.4983099990549817e-05,
-   "max": 5.76687000034326e-05,
+   "seconds": 5.381590000297365e-05,
+   "min": 4.266519999873708e-05,
+   "max": 7.150270000693127e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8929,28 +8929,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.064913500044895e-05,
-   "host_backward_canary_seconds": 2.092803999971693e-05,
+   "host_canary_seconds": 1.1828637499888828e-05,
+   "host_backward_canary_seconds": 2.224910999984786e-05,
    "pass_seconds": [
-    4.895280000027924e-05,
-    3.194470000380534e-05,
-    3.334769999128184e-05
+    6.180809999705162e-05,
+    5.381590000297365e-05,
+    5.030250000572778e-05
    ],
    "pass_host_canary_seconds": [
-    1.064913500044895e-05,
-    8.77820500022608e-06,
-    9.524115000090206e-06
+    1.1828637499888828e-05,
+    1.211839500001588e-05,
+    1.2262054999609973e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.092803999971693e-05,
-    1.7981280000185506e-05,
-    1.4737349999904836e-05
+    2.224910999984786e-05,
+    3.145746499967572e-05,
+    1.9538310000370983e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00023615779999772713,
-   "min": 0.00018696139999292428,
-   "max": 0.00044163640000078886,
+   "seconds": 0.00039330639999661797,
+   "min": 0.00025763019999658354,
+   "max": 0.0005631450000009863,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8965,28 +8965,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0520910000195727e-05,
-   "host_backward_canary_seconds": 2.014910000070813e-05,
+   "host_canary_seconds": 1.17074175000198e-05,
+   "host_backward_canary_seconds": 2.4266219999731222e-05,
    "pass_seconds": [
-    0.00030125209999596334,
-    0.00020885160000716496,
-    0.00023615779999772713
+    0.00041038550000394025,
+    0.00039330639999661797,
+    0.00030048580000539
    ],
    "pass_host_canary_seconds": [
-    1.0520910000195727e-05,
-    8.904049999500784e-06,
-    9.359635000123489e-06
+    1.17074175000198e-05,
+    1.2077177500202653e-05,
+    1.219513499961522e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.014910000070813e-05,
-    1.7282180000393054e-05,
-    1.4962799999693744e-05
+    2.4266219999731222e-05,
+    2.4651045000609885e-05,
+    2.145619999964765e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward": {
-   "seconds": 4.743570000300679e-05,
-   "min": 3.795199999103716e-05,
-   "max": 7.964449999917634e-05,
+   "seconds": 7.763720000184549e-05,
+   "min": 5.171779999955106e-05,
+   "max": 0.00010580230000414303,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9001,28 +9001,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0421052500078077e-05,
-   "host_backward_canary_seconds": 2.108821000035732e-05,
+   "host_canary_seconds": 1.191194749992519e-05,
+   "host_backward_canary_seconds": 2.5197154999432312e-05,
    "pass_seconds": [
-    6.576939999831666e-05,
-    4.183170000260361e-05,
-    4.743570000300679e-05
+    5.802339999263495e-05,
+    8.016060000954894e-05,
+    7.763720000184549e-05
    ],
    "pass_host_canary_seconds": [
-    1.0421052500078077e-05,
-    9.130590000268057e-06,
-    9.394074999704572e-06
+    1.191194749992519e-05,
+    1.2161395000021001e-05,
+    1.2246795000123712e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.108821000035732e-05,
-    1.7380460000140375e-05,
-    1.551271000039378e-05
+    2.5197154999432312e-05,
+    2.6965590000145314e-05,
+    2.386639000064861e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00028248620000113076,
-   "min": 0.0002336001000003307,
-   "max": 0.0005222672000058992,
+   "seconds": 0.0004341401999909067,
+   "min": 0.0003335090999939894,
+   "max": 0.0005871737999996185,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9037,28 +9037,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.68833000001723e-06,
-   "host_backward_canary_seconds": 2.0942500000273868e-05,
+   "host_canary_seconds": 1.211789499961924e-05,
+   "host_backward_canary_seconds": 3.294992999940405e-05,
    "pass_seconds": [
-    0.0004574125999965872,
-    0.0002450984999995853,
-    0.00028248620000113076
+    0.0004112706999990223,
+    0.0004774820999955409,
+    0.0004341401999909067
    ],
    "pass_host_canary_seconds": [
-    9.68833000001723e-06,
-    9.272245000033763e-06,
-    9.602375000099528e-06
+    1.211789499961924e-05,
+    1.2237457499963967e-05,
+    1.0535232500217262e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0942500000273868e-05,
-    1.7498810000233788e-05,
-    1.8948760000512266e-05
+    3.294992999940405e-05,
+    2.005276000033973e-05,
+    2.2715630000220698e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward": {
-   "seconds": 6.823100000019622e-05,
-   "min": 4.9875299998802804e-05,
-   "max": 0.00010481639999397885,
+   "seconds": 8.192069999495289e-05,
+   "min": 5.175349999717582e-05,
+   "max": 0.00011688380000123289,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9073,28 +9073,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0821149999742374e-05,
-   "host_backward_canary_seconds": 2.1801909999794587e-05,
+   "host_canary_seconds": 1.1887510000292423e-05,
+   "host_backward_canary_seconds": 2.156270000000404e-05,
    "pass_seconds": [
-    8.502479998924173e-05,
-    6.389330000047266e-05,
-    6.823100000019622e-05
+    8.192069999495289e-05,
+    0.00011005659999909767,
+    6.943939999928261e-05
    ],
    "pass_host_canary_seconds": [
-    1.0821149999742374e-05,
-    9.139925000170024e-06,
-    9.83040500017296e-06
+    1.1887510000292423e-05,
+    1.228273999998919e-05,
+    8.693049999806134e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1801909999794587e-05,
-    1.8532500000105756e-05,
-    1.9835594999904058e-05
+    2.156270000000404e-05,
+    2.6159135000511924e-05,
+    2.347458500025823e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00029221620000043915,
-   "min": 0.000250474300003134,
-   "max": 0.0005188545999999406,
+   "seconds": 0.0005084245000034571,
+   "min": 0.00035920560000022304,
+   "max": 0.0013106124000046293,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9109,28 +9109,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.069058749976648e-05,
-   "host_backward_canary_seconds": 2.1901779999780045e-05,
+   "host_canary_seconds": 1.1172462500042002e-05,
+   "host_backward_canary_seconds": 2.211010999985774e-05,
    "pass_seconds": [
-    0.0004892154000003757,
-    0.0002876859999901171,
-    0.00029221620000043915
+    0.0005084245000034571,
+    0.0007850462999954289,
+    0.00041638899999725255
    ],
    "pass_host_canary_seconds": [
-    1.069058749976648e-05,
-    8.899560000088514e-06,
-    9.291817499956779e-06
+    1.1172462500042002e-05,
+    1.1962882499858551e-05,
+    8.680027499963215e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1901779999780045e-05,
-    1.8200470000238058e-05,
-    1.5002744999605965e-05
+    2.211010999985774e-05,
+    2.5408765000065615e-05,
+    2.2988005000001976e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 3.530039999759538e-05,
-   "min": 2.69590000016251e-05,
-   "max": 5.522010000049704e-05,
+   "seconds": 5.029010000043854e-05,
+   "min": 2.8107800005727768e-05,
+   "max": 0.00046403610000425035,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9145,28 +9145,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0650584999893909e-05,
-   "host_backward_canary_seconds": 2.0996819999936632e-05,
+   "host_canary_seconds": 1.1737235000168767e-05,
+   "host_backward_canary_seconds": 2.2096769999961907e-05,
    "pass_seconds": [
-    4.376740000680002e-05,
-    3.216880000991296e-05,
-    3.530039999759538e-05
+    5.029010000043854e-05,
+    7.484390000627173e-05,
+    3.128840000954369e-05
    ],
    "pass_host_canary_seconds": [
-    1.0650584999893909e-05,
-    9.745895000037307e-06,
-    9.252864999780286e-06
+    1.1737235000168767e-05,
+    1.6994472499902713e-05,
+    1.0666090000199802e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0996819999936632e-05,
-    1.8075479999879462e-05,
-    1.4396100000340085e-05
+    2.2096769999961907e-05,
+    2.6849950000382705e-05,
+    1.83428200000435e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00018340049999778784,
-   "min": 0.0001553921999970953,
-   "max": 0.0003621565999992526,
+   "seconds": 0.000306727499992121,
+   "min": 0.00015967099999443236,
+   "max": 0.000741202599999724,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9181,28 +9181,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.054715500004022e-05,
-   "host_backward_canary_seconds": 2.0534360000965535e-05,
+   "host_canary_seconds": 1.1361335000401595e-05,
+   "host_backward_canary_seconds": 1.9878189999644746e-05,
    "pass_seconds": [
-    0.0002847269000085362,
-    0.00018340049999778784,
-    0.00017422799999167182
+    0.0002452411999911419,
+    0.000387263899995105,
+    0.000306727499992121
    ],
    "pass_host_canary_seconds": [
-    1.054715500004022e-05,
-    9.235320000016145e-06,
-    9.286200000246936e-06
+    1.1361335000401595e-05,
+    1.1891454999783945e-05,
+    1.1029800000414979e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0534360000965535e-05,
-    1.76263600008042e-05,
-    1.383703999977115e-05
+    1.9878189999644746e-05,
+    3.036660500015387e-05,
+    2.0686420000401995e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
-   "seconds": 3.651339999350966e-05,
-   "min": 2.6374999993095117e-05,
-   "max": 5.7493300005262427e-05,
+   "seconds": 5.084570000235544e-05,
+   "min": 2.9651399995600513e-05,
+   "max": 7.760390000157713e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9217,28 +9217,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0968514999945e-05,
-   "host_backward_canary_seconds": 1.7511660000764096e-05,
+   "host_canary_seconds": 1.0430250000013075e-05,
+   "host_backward_canary_seconds": 1.991497000005893e-05,
    "pass_seconds": [
-    5.13372000000345e-05,
-    3.651339999350966e-05,
-    3.2921700005772435e-05
+    5.084570000235544e-05,
+    6.752089999508825e-05,
+    3.9389100004427745e-05
    ],
    "pass_host_canary_seconds": [
-    1.0968514999945e-05,
-    9.149184999728276e-06,
-    8.997475000001031e-06
+    1.0430250000013075e-05,
+    1.1375700000257893e-05,
+    8.78337500012094e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7511660000764096e-05,
-    1.8340749999197215e-05,
-    1.4727089999269083e-05
+    1.991497000005893e-05,
+    2.585872999929961e-05,
+    2.075372999911451e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00022274250000009488,
-   "min": 0.00015487450000364333,
-   "max": 0.0004061113000034311,
+   "seconds": 0.0003804349999995793,
+   "min": 0.00028077519999669676,
+   "max": 0.0005349913000031847,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9253,28 +9253,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0955740000326841e-05,
-   "host_backward_canary_seconds": 1.6216689999737355e-05,
+   "host_canary_seconds": 1.0828639999544975e-05,
+   "host_backward_canary_seconds": 2.2503980000010414e-05,
    "pass_seconds": [
-    0.0002586541000027864,
-    0.00022274250000009488,
-    0.00017298630000368577
+    0.00033704600000419307,
+    0.0004019379999931516,
+    0.0003804349999995793
    ],
    "pass_host_canary_seconds": [
-    1.0955740000326841e-05,
-    9.149184999728276e-06,
-    7.172565000246323e-06
+    1.0828639999544975e-05,
+    1.1595165000244379e-05,
+    8.642184999985147e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6216689999737355e-05,
-    1.774313000055372e-05,
-    1.5236500000810338e-05
+    2.2503980000010414e-05,
+    2.453178999985539e-05,
+    2.335095000034926e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
-   "seconds": 3.2813300003908806e-05,
-   "min": 2.2478699997918737e-05,
-   "max": 6.904529999474107e-05,
+   "seconds": 5.3374900005564996e-05,
+   "min": 3.883690000066054e-05,
+   "max": 6.216350000158855e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9289,28 +9289,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.074546999973336e-05,
-   "host_backward_canary_seconds": 2.2745099998928707e-05,
+   "host_canary_seconds": 1.0828639999544975e-05,
+   "host_backward_canary_seconds": 2.063125000063337e-05,
    "pass_seconds": [
-    5.8517499996924013e-05,
-    3.2813300003908806e-05,
-    2.2958400006700685e-05
+    5.783569999948668e-05,
+    5.3374900005564996e-05,
+    4.8771600006602966e-05
    ],
    "pass_host_canary_seconds": [
-    1.074546999973336e-05,
-    9.262935000151629e-06,
-    7.0715850000624416e-06
+    1.0828639999544975e-05,
+    1.2565777499844443e-05,
+    8.864215000130572e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2745099998928707e-05,
-    1.7665260000967463e-05,
-    1.566726999953971e-05
+    2.063125000063337e-05,
+    2.5411444999576817e-05,
+    2.3397929999759982e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00039988980000771335,
-   "min": 0.0003490709000061543,
-   "max": 0.0006327177999992273,
+   "seconds": 0.0007028689999970083,
+   "min": 0.0005173565999939455,
+   "max": 0.0008323258000018541,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9325,28 +9325,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0629079999944224e-05,
-   "host_backward_canary_seconds": 2.3038150000047606e-05,
+   "host_canary_seconds": 1.2001259999863123e-05,
+   "host_backward_canary_seconds": 2.3466279999979632e-05,
    "pass_seconds": [
-    0.000624966099996982,
-    0.00035585800000035304,
-    0.00039988980000771335
+    0.0007028689999970083,
+    0.0006513749000077951,
+    0.0007217515999968782
    ],
    "pass_host_canary_seconds": [
-    1.0629079999944224e-05,
-    9.107205000020712e-06,
-    8.660777499756023e-06
+    1.2001259999863123e-05,
+    1.2309749999985797e-05,
+    9.416864999991505e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3038150000047606e-05,
-    1.7162550000193734e-05,
-    1.9045385000140412e-05
+    2.3466279999979632e-05,
+    2.3625625000249785e-05,
+    2.419391499984158e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
-   "seconds": 5.8611000008568225e-05,
-   "min": 3.136940000558752e-05,
-   "max": 6.793649999963236e-05,
+   "seconds": 6.976910000275894e-05,
+   "min": 4.31716999969467e-05,
+   "max": 8.178110000471861e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9361,28 +9361,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0907817499798966e-05,
-   "host_backward_canary_seconds": 2.3285159999772984e-05,
+   "host_canary_seconds": 1.1934370000119544e-05,
+   "host_backward_canary_seconds": 2.580200500005958e-05,
    "pass_seconds": [
-    5.9413700000732206e-05,
-    3.77414000013232e-05,
-    5.8611000008568225e-05
+    7.257850000996768e-05,
+    6.906239999580067e-05,
+    6.976910000275894e-05
    ],
    "pass_host_canary_seconds": [
-    1.0907817499798966e-05,
-    9.184699999877921e-06,
-    1.0106694999763023e-05
+    1.1934370000119544e-05,
+    1.2482657500072491e-05,
+    1.1774699999875792e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.3285159999772984e-05,
-    1.9431869999948504e-05,
-    1.8167769999877238e-05
+    2.580200500005958e-05,
+    2.4943850000340717e-05,
+    2.2615699999732894e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00045668789999808723,
-   "min": 0.0003497570000035921,
-   "max": 0.0006354087999966395,
+   "seconds": 0.0005418433000045298,
+   "min": 0.00046289309999565377,
+   "max": 0.0008282948999976725,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9397,28 +9397,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0862352500282668e-05,
-   "host_backward_canary_seconds": 2.340346499977386e-05,
+   "host_canary_seconds": 9.95664250012851e-06,
+   "host_backward_canary_seconds": 1.9815939999716648e-05,
    "pass_seconds": [
-    0.0006254351999928076,
-    0.0003828037000062068,
-    0.00045668789999808723
+    0.0005418433000045298,
+    0.0005737685999974929,
+    0.0005382650000001377
    ],
    "pass_host_canary_seconds": [
-    1.0862352500282668e-05,
-    8.798549999937676e-06,
-    1.0349105000102555e-05
+    9.95664250012851e-06,
+    1.2428267499728918e-05,
+    1.2215807499842413e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.340346499977386e-05,
-    1.9523870000170974e-05,
-    1.7064290000234904e-05
+    1.9815939999716648e-05,
+    2.60026050000306e-05,
+    2.4858590000462757e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward": {
-   "seconds": 4.097880000699661e-05,
-   "min": 2.4345499991795804e-05,
-   "max": 4.980380000461082e-05,
+   "seconds": 5.2711899991209064e-05,
+   "min": 3.4358800007794343e-05,
+   "max": 7.835090000298805e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9433,28 +9433,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0797815000387346e-05,
-   "host_backward_canary_seconds": 2.086295000026439e-05,
+   "host_canary_seconds": 1.2482382500138556e-05,
+   "host_backward_canary_seconds": 2.1575694999569352e-05,
    "pass_seconds": [
-    4.6821600005841904e-05,
-    2.864829999680296e-05,
-    4.097880000699661e-05
+    5.2711899991209064e-05,
+    5.7652400005281376e-05,
+    4.663629999868135e-05
    ],
    "pass_host_canary_seconds": [
-    1.0797815000387346e-05,
-    8.778045000212842e-06,
-    1.1093534999986333e-05
+    1.2482382500138556e-05,
+    1.2620239999705518e-05,
+    1.1444470000014916e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.086295000026439e-05,
-    1.843728000039846e-05,
-    1.5565389999210312e-05
+    2.1575694999569352e-05,
+    2.7340199999343895e-05,
+    2.4459680000745722e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00021146399999452114,
-   "min": 0.00018740589999879375,
-   "max": 0.000412414299989905,
+   "seconds": 0.0003254461999972591,
+   "min": 0.00024757869999803006,
+   "max": 0.0005220767999958298,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9469,28 +9469,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.002063999976599e-05,
-   "host_backward_canary_seconds": 1.9740230000024896e-05,
+   "host_canary_seconds": 1.1901949999924e-05,
+   "host_backward_canary_seconds": 2.1637659999669266e-05,
    "pass_seconds": [
-    0.0003034610999975484,
-    0.00019044320000602966,
-    0.00021146399999452114
+    0.0003254461999972591,
+    0.00034625010000581823,
+    0.00032082290000516877
    ],
    "pass_host_canary_seconds": [
-    1.002063999976599e-05,
-    8.560324999962177e-06,
-    1.0501570000087667e-05
+    1.1901949999924e-05,
+    1.2620239999705518e-05,
+    1.1391804999902888e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9740230000024896e-05,
-    1.754000999994787e-05,
-    1.3838940000141519e-05
+    2.1637659999669266e-05,
+    2.7340199999343895e-05,
+    2.2666820000267763e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward": {
-   "seconds": 6.140169999753198e-05,
-   "min": 4.315329999826645e-05,
-   "max": 7.364200000665732e-05,
+   "seconds": 8.125479999989693e-05,
+   "min": 5.994840000766999e-05,
+   "max": 9.810450000031778e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9505,28 +9505,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0460849999844868e-05,
-   "host_backward_canary_seconds": 2.0553969999355104e-05,
+   "host_canary_seconds": 1.2433102499755932e-05,
+   "host_backward_canary_seconds": 2.3790970000163722e-05,
    "pass_seconds": [
-    7.110899999815957e-05,
-    4.4115599996530365e-05,
-    6.140169999753198e-05
+    8.843549999255629e-05,
+    8.125479999989693e-05,
+    7.643799999641487e-05
    ],
    "pass_host_canary_seconds": [
-    1.0460849999844868e-05,
-    8.72196000045733e-06,
-    9.090380000316145e-06
+    1.2433102499755932e-05,
+    1.3029980000283103e-05,
+    1.2039160000085757e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0553969999355104e-05,
-    1.7970769999919866e-05,
-    1.4558860000306595e-05
+    2.3790970000163722e-05,
+    2.5152320000643157e-05,
+    2.14965400004985e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00025485259999413756,
-   "min": 0.00022204489999921861,
-   "max": 0.00041758269999263574,
+   "seconds": 0.0003845397000077355,
+   "min": 0.0002945959999919978,
+   "max": 0.000587096999993264,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9541,28 +9541,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0460849999844868e-05,
-   "host_backward_canary_seconds": 2.0155400000021474e-05,
+   "host_canary_seconds": 1.284399749977183e-05,
+   "host_backward_canary_seconds": 2.0627645000104167e-05,
    "pass_seconds": [
-    0.0003680293999991591,
-    0.0002451135000001159,
-    0.00025485259999413756
+    0.00034043109999402075,
+    0.0004271369999969465,
+    0.0003845397000077355
    ],
    "pass_host_canary_seconds": [
-    1.0460849999844868e-05,
-    9.062770000127784e-06,
-    8.708784999953423e-06
+    1.284399749977183e-05,
+    1.3764839999907963e-05,
+    1.1787404999950014e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0155400000021474e-05,
-    1.754231999939293e-05,
-    1.4558860000306595e-05
+    2.0627645000104167e-05,
+    2.3984999999129286e-05,
+    1.9578940000428703e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward": {
-   "seconds": 5.6582100000923674e-05,
-   "min": 4.351649999989604e-05,
-   "max": 8.414629999151658e-05,
+   "seconds": 7.980320000342545e-05,
+   "min": 6.312169999773687e-05,
+   "max": 0.00010149299999966388,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9577,28 +9577,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0306149999905755e-05,
-   "host_backward_canary_seconds": 2.071668999974463e-05,
+   "host_canary_seconds": 1.1284762500167745e-05,
+   "host_backward_canary_seconds": 2.0936354999889772e-05,
    "pass_seconds": [
-    7.874949999404634e-05,
-    4.661130000158664e-05,
-    5.6582100000923674e-05
+    6.801949999726275e-05,
+    9.059089999254865e-05,
+    7.980320000342545e-05
    ],
    "pass_host_canary_seconds": [
-    1.0306149999905755e-05,
-    9.201639999787403e-06,
-    8.951600000273174e-06
+    1.1284762500167745e-05,
+    1.333451499988314e-05,
+    1.200995500028057e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.071668999974463e-05,
-    1.71181100006379e-05,
-    1.527230999954554e-05
+    2.0936354999889772e-05,
+    2.579088000061347e-05,
+    1.9690730000547773e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0003037765000044601,
-   "min": 0.00022977920000357698,
-   "max": 0.0004790158999981031,
+   "seconds": 0.0004853215000025557,
+   "min": 0.00028166820000024017,
+   "max": 0.0005864233000011154,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9613,28 +9613,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0255772500045168e-05,
-   "host_backward_canary_seconds": 2.0343995000757786e-05,
+   "host_canary_seconds": 1.132824000023902e-05,
+   "host_backward_canary_seconds": 2.274612999940473e-05,
    "pass_seconds": [
-    0.000411631099996157,
-    0.0002568865999933223,
-    0.0003037765000044601
+    0.0005156108000051063,
+    0.0004853215000025557,
+    0.0003412601999912113
    ],
    "pass_host_canary_seconds": [
-    1.0255772500045168e-05,
-    9.186015000182123e-06,
-    8.996500000080232e-06
+    1.132824000023902e-05,
+    1.2362290000282883e-05,
+    9.879204999947434e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0343995000757786e-05,
-    1.7564920000268103e-05,
-    1.4745239999456317e-05
+    2.274612999940473e-05,
+    2.273742999932438e-05,
+    2.108652000060829e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward": {
-   "seconds": 6.572900000492154e-05,
-   "min": 4.7745300003043666e-05,
-   "max": 9.236040000359935e-05,
+   "seconds": 7.7923899993948e-05,
+   "min": 5.550439999524315e-05,
+   "max": 0.00011293759999944086,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9649,28 +9649,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0315620000085345e-05,
-   "host_backward_canary_seconds": 1.6734680000354276e-05,
+   "host_canary_seconds": 1.1372632500012969e-05,
+   "host_backward_canary_seconds": 2.2811559999809107e-05,
    "pass_seconds": [
-    8.157949999940684e-05,
-    5.609950000007302e-05,
-    6.572900000492154e-05
+    8.074000000988236e-05,
+    6.867929999998523e-05,
+    7.7923899993948e-05
    ],
    "pass_host_canary_seconds": [
-    1.0315620000085345e-05,
-    8.86831999991955e-06,
-    9.226900000385284e-06
+    1.1372632500012969e-05,
+    1.1746002500103713e-05,
+    9.13478249998434e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6734680000354276e-05,
-    1.6181089999918186e-05,
-    1.4493390000325235e-05
+    2.2811559999809107e-05,
+    2.2562899999343245e-05,
+    2.6865789999988008e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0003107170000021142,
-   "min": 0.0002671931999998378,
-   "max": 0.00048794159999943076,
+   "seconds": 0.0003525039999999535,
+   "min": 0.0003330193000010695,
+   "max": 0.0008652062999999543,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9685,28 +9685,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0306070000183353e-05,
-   "host_backward_canary_seconds": 1.7022970000653002e-05,
+   "host_canary_seconds": 1.1666649999710899e-05,
+   "host_backward_canary_seconds": 2.1812830000271787e-05,
    "pass_seconds": [
-    0.00047642559999303555,
-    0.0002924853999957122,
-    0.0003107170000021142
+    0.0004765257000030942,
+    0.0003525039999999535,
+    0.00034218529999634483
    ],
    "pass_host_canary_seconds": [
-    1.0306070000183353e-05,
-    8.914030000255479e-06,
-    9.218980000298416e-06
+    1.1666649999710899e-05,
+    1.1754327500170801e-05,
+    8.518467500095994e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7022970000653002e-05,
-    1.4386039999862988e-05,
-    1.5469635000044948e-05
+    2.1812830000271787e-05,
+    2.33216649996848e-05,
+    2.4099334999618805e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward": {
-   "seconds": 8.335520000173347e-05,
-   "min": 6.072810000432582e-05,
-   "max": 0.00011427670000330181,
+   "seconds": 0.0001154961999986881,
+   "min": 8.294799999930547e-05,
+   "max": 0.00020766720000438,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9721,28 +9721,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0267295000403464e-05,
-   "host_backward_canary_seconds": 1.7046210000444262e-05,
+   "host_canary_seconds": 1.139866749980456e-05,
+   "host_backward_canary_seconds": 3.25746049998088e-05,
    "pass_seconds": [
-    0.00010599570000522363,
-    6.323620000330266e-05,
-    8.335520000173347e-05
+    0.0001154961999986881,
+    9.555100000397942e-05,
+    0.0001225507000071957
    ],
    "pass_host_canary_seconds": [
-    1.0267295000403464e-05,
-    8.907309999699463e-06,
-    9.270395000271493e-06
+    1.139866749980456e-05,
+    1.1589635000177624e-05,
+    9.042367500171622e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7046210000444262e-05,
-    1.837098999999398e-05,
-    1.5634810000619837e-05
+    3.25746049998088e-05,
+    2.410875999942164e-05,
+    2.2538940000345066e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00047186990000227527,
-   "min": 0.000251782500004083,
-   "max": 0.0007940082999994047,
+   "seconds": 0.0005973543999971298,
+   "min": 0.00040670360000376603,
+   "max": 0.0007263532000024497,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9757,28 +9757,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0615824999717915e-05,
-   "host_backward_canary_seconds": 1.8727639999269742e-05,
+   "host_canary_seconds": 1.1728469999923163e-05,
+   "host_backward_canary_seconds": 2.232612499994957e-05,
    "pass_seconds": [
-    0.0005536874000085845,
-    0.0002958530000000792,
-    0.00047186990000227527
+    0.0006593338000016047,
+    0.000480356799994297,
+    0.0005973543999971298
    ],
    "pass_host_canary_seconds": [
-    1.0615824999717915e-05,
-    8.744579999984126e-06,
-    1.0674924999989344e-05
+    1.1728469999923163e-05,
+    1.1810665000098198e-05,
+    9.216567499947815e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8727639999269742e-05,
-    1.631904999953804e-05,
-    1.9055340000022626e-05
+    2.232612499994957e-05,
+    2.266341499932878e-05,
+    1.906187999964004e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward": {
-   "seconds": 0.00011954259999811257,
-   "min": 8.257309999635254e-05,
-   "max": 0.00014260469999953783,
+   "seconds": 0.00014846550000129354,
+   "min": 0.00011834469999030261,
+   "max": 0.00020007769999210722,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9793,28 +9793,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0278244999994968e-05,
-   "host_backward_canary_seconds": 2.2251365000443e-05,
+   "host_canary_seconds": 1.1775325000087377e-05,
+   "host_backward_canary_seconds": 2.399230999969859e-05,
    "pass_seconds": [
-    0.00013335580000557458,
-    9.083219999865833e-05,
-    0.00011954259999811257
+    0.00015759709999656478,
+    0.00012886910000133866,
+    0.00014846550000129354
    ],
    "pass_host_canary_seconds": [
-    1.0278244999994968e-05,
-    8.645789999945919e-06,
-    1.1017429999924388e-05
+    1.1775325000087377e-05,
+    1.162108250014171e-05,
+    1.09740074998399e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2251365000443e-05,
-    1.4230084999553583e-05,
-    1.6469089999873176e-05
+    2.399230999969859e-05,
+    2.740063500027645e-05,
+    2.3755684999855475e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00043097840000427823,
-   "min": 0.00034095759999672735,
-   "max": 0.0005951396000000386,
+   "seconds": 0.0006065438000064205,
+   "min": 0.0005278227999951923,
+   "max": 0.00129184750001059,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9829,28 +9829,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0088730000177293e-05,
-   "host_backward_canary_seconds": 1.786183999968216e-05,
+   "host_canary_seconds": 1.1611842500087731e-05,
+   "host_backward_canary_seconds": 2.1600615000352263e-05,
    "pass_seconds": [
-    0.0005236446000026262,
-    0.0004206279999948492,
-    0.00043097840000427823
+    0.0006454568999970433,
+    0.0006065438000064205,
+    0.0006037375000005341
    ],
    "pass_host_canary_seconds": [
-    1.0088730000177293e-05,
-    8.510234999903333e-06,
-    1.064635749997933e-05
+    1.1611842500087731e-05,
+    1.1591287500039015e-05,
+    1.109151750000592e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.786183999968216e-05,
-    1.4142225000455255e-05,
-    1.4863774999298585e-05
+    2.1600615000352263e-05,
+    2.3453055000004497e-05,
+    2.7213959999699e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward": {
-   "seconds": 0.00012457589999712582,
-   "min": 8.513830000538292e-05,
-   "max": 0.0001727884999922935,
+   "seconds": 0.0001766857000006894,
+   "min": 0.00012827530000549813,
+   "max": 0.00020046490000140692,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9865,28 +9865,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0457179999718847e-05,
-   "host_backward_canary_seconds": 1.7812274999755574e-05,
+   "host_canary_seconds": 1.1767972499967526e-05,
+   "host_backward_canary_seconds": 2.241468500017163e-05,
    "pass_seconds": [
-    0.0001550162999933491,
-    9.697179999648142e-05,
-    0.00012457589999712582
+    0.0001766857000006894,
+    0.0001423692999992454,
+    0.00018288969999957772
    ],
    "pass_host_canary_seconds": [
-    1.0457179999718847e-05,
-    8.600245000138784e-06,
-    1.069728999993913e-05
+    1.1767972499967526e-05,
+    1.190568250024171e-05,
+    1.1660752500119996e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7812274999755574e-05,
-    1.4283560000194484e-05,
-    1.681588999986161e-05
+    2.241468500017163e-05,
+    2.433561999964695e-05,
+    2.500672999985909e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0004990074999909666,
-   "min": 0.00034196010000187016,
-   "max": 0.000648682300004566,
+   "seconds": 0.0006933157000048595,
+   "min": 0.0006107305000000451,
+   "max": 0.0009097710999981246,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9901,28 +9901,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.032845750017941e-05,
-   "host_backward_canary_seconds": 1.7699239999728886e-05,
+   "host_canary_seconds": 1.210605750003424e-05,
+   "host_backward_canary_seconds": 2.2389989999851424e-05,
    "pass_seconds": [
-    0.0004990074999909666,
-    0.00035010779999993246,
-    0.0005120909999959622
+    0.0006933157000048595,
+    0.0006675289999975575,
+    0.0007706729000005908
    ],
    "pass_host_canary_seconds": [
-    1.032845750017941e-05,
-    8.728844999836838e-06,
-    1.0563800000227275e-05
+    1.210605750003424e-05,
+    1.1657615000046918e-05,
+    1.1452445000088575e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7699239999728886e-05,
-    1.7948619999970104e-05,
-    1.8033549999927344e-05
+    2.2389989999851424e-05,
+    2.387691499961875e-05,
+    2.5846999999998843e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward": {
-   "seconds": 0.000126075100001799,
-   "min": 9.271320000152628e-05,
-   "max": 0.00016532380000171542,
+   "seconds": 0.0001997638000034385,
+   "min": 0.0001455278999969778,
+   "max": 0.00027608010000221837,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9937,28 +9937,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0178322500280502e-05,
-   "host_backward_canary_seconds": 1.853251499937869e-05,
+   "host_canary_seconds": 1.1826497500067033e-05,
+   "host_backward_canary_seconds": 2.2769519999883415e-05,
    "pass_seconds": [
-    0.0001494705000027352,
-    0.00010802529999409671,
-    0.000126075100001799
+    0.00020518569999694591,
+    0.0001997638000034385,
+    0.0001765464000072825
    ],
    "pass_host_canary_seconds": [
-    1.0178322500280502e-05,
-    8.747867499891982e-06,
-    1.0451302500200655e-05
+    1.1826497500067033e-05,
+    1.268453249963386e-05,
+    1.160337250013299e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.853251499937869e-05,
-    1.7880505000107403e-05,
-    1.625919499929296e-05
+    2.2769519999883415e-05,
+    2.5538454999605164e-05,
+    2.654387000063707e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0005435112999975899,
-   "min": 0.0004017249999947126,
-   "max": 0.0007538819000046715,
+   "seconds": 0.0007652569000015319,
+   "min": 0.0004896614000017508,
+   "max": 0.001053130599996166,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9973,28 +9973,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0262762500019563e-05,
-   "host_backward_canary_seconds": 2.1775979999461018e-05,
+   "host_canary_seconds": 8.964067500016882e-06,
+   "host_backward_canary_seconds": 2.1604440000260184e-05,
    "pass_seconds": [
-    0.0005435112999975899,
-    0.00041775509999979475,
-    0.0005750107000039861
+    0.0006815540999923541,
+    0.0008961291999980859,
+    0.0007652569000015319
    ],
    "pass_host_canary_seconds": [
-    1.0262762500019563e-05,
-    8.978989999945952e-06,
-    9.704617499721736e-06
+    8.964067500016882e-06,
+    1.2695792499926028e-05,
+    1.1243182499924841e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1775979999461018e-05,
-    1.8165734999797678e-05,
-    1.4597299999650202e-05
+    2.1604440000260184e-05,
+    2.486359499982882e-05,
+    2.3858760000052824e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward": {
-   "seconds": 3.5316299999976764e-05,
-   "min": 2.1873799994409637e-05,
-   "max": 4.910139999765306e-05,
+   "seconds": 5.314459999681276e-05,
+   "min": 2.6981400003478485e-05,
+   "max": 8.340569999063519e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10009,28 +10009,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0271440000053645e-05,
-   "host_backward_canary_seconds": 1.9673874999739385e-05,
+   "host_canary_seconds": 1.18095750002567e-05,
+   "host_backward_canary_seconds": 2.3282230000063464e-05,
    "pass_seconds": [
-    4.461570000557913e-05,
-    2.3550399998839566e-05,
-    3.5316299999976764e-05
+    5.314459999681276e-05,
+    5.9393600008661454e-05,
+    4.55932999898323e-05
    ],
    "pass_host_canary_seconds": [
-    1.0271440000053645e-05,
-    9.046989999887955e-06,
-    1.0114004999763893e-05
+    1.18095750002567e-05,
+    1.2900414999990061e-05,
+    1.2515724999957456e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9673874999739385e-05,
-    1.717914999971981e-05,
-    1.4985239999987243e-05
+    2.3282230000063464e-05,
+    2.5003449999303483e-05,
+    2.426330000048438e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0001904551999928117,
-   "min": 0.00015375750000430345,
-   "max": 0.00026029269999980895,
+   "seconds": 0.0002822343000048022,
+   "min": 0.0002441578999992089,
+   "max": 0.00043419180000228155,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10045,28 +10045,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0193450000315352e-05,
-   "host_backward_canary_seconds": 1.6017899999951622e-05,
+   "host_canary_seconds": 1.1643205000382296e-05,
+   "host_backward_canary_seconds": 2.304478000041854e-05,
    "pass_seconds": [
-    0.0001904551999928117,
-    0.0001723819999938314,
-    0.00020647549999921466
+    0.0002822343000048022,
+    0.00034323900000572395,
+    0.0002489106999973956
    ],
    "pass_host_canary_seconds": [
-    1.0193450000315352e-05,
-    8.9173999998593e-06,
-    9.416509999482515e-06
+    1.1643205000382296e-05,
+    1.304449000031127e-05,
+    1.2515724999957456e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6017899999951622e-05,
-    1.736904999916078e-05,
-    1.5135830000190254e-05
+    2.304478000041854e-05,
+    2.480726000044342e-05,
+    2.315537999947992e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward": {
-   "seconds": 4.071219999559617e-05,
-   "min": 2.5306199995611677e-05,
-   "max": 4.821370000627212e-05,
+   "seconds": 5.5201599991505645e-05,
+   "min": 2.639960000578867e-05,
+   "max": 0.0001267986000016208,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10081,28 +10081,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0085024999852976e-05,
-   "host_backward_canary_seconds": 1.6074490000619336e-05,
+   "host_canary_seconds": 1.2010190000069087e-05,
+   "host_backward_canary_seconds": 2.383935000011661e-05,
    "pass_seconds": [
-    4.071219999559617e-05,
-    2.599329999384281e-05,
-    4.314829999430003e-05
+    4.0922799996678805e-05,
+    7.903380000016114e-05,
+    5.5201599991505645e-05
    ],
    "pass_host_canary_seconds": [
-    1.0085024999852976e-05,
-    9.018944999752422e-06,
-    9.416509999482515e-06
+    1.2010190000069087e-05,
+    1.3438057499968182e-05,
+    1.199826499998835e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6074490000619336e-05,
-    1.736904999916078e-05,
-    1.922292000017478e-05
+    2.383935000011661e-05,
+    2.5636215000304218e-05,
+    2.408172000059494e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00023225050000519332,
-   "min": 0.00018603830000074595,
-   "max": 0.0002891671000043061,
+   "seconds": 0.000362743000005139,
+   "min": 0.0002633166999999048,
+   "max": 0.0005958144999908654,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10117,28 +10117,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0355750000030639e-05,
-   "host_backward_canary_seconds": 1.6074490000619336e-05,
+   "host_canary_seconds": 8.811609999952452e-06,
+   "host_backward_canary_seconds": 2.3556389999157544e-05,
    "pass_seconds": [
-    0.00023225050000519332,
-    0.00021190979999801128,
-    0.00026843130000315797
+    0.00030551319999858604,
+    0.000512012899991987,
+    0.000362743000005139
    ],
    "pass_host_canary_seconds": [
-    1.0355750000030639e-05,
-    8.819019999464217e-06,
-    9.39638999966519e-06
+    8.811609999952452e-06,
+    1.2932120000073156e-05,
+    1.199826499998835e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6074490000619336e-05,
-    1.6869879999603654e-05,
-    1.3016609999567663e-05
+    2.3556389999157544e-05,
+    2.6059349999627556e-05,
+    2.2590400000126465e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward": {
-   "seconds": 4.068120000511044e-05,
-   "min": 2.5931699997272518e-05,
-   "max": 5.35528999989765e-05,
+   "seconds": 5.8051999997132955e-05,
+   "min": 4.168369999888455e-05,
+   "max": 7.557269999551864e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10153,28 +10153,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0355750000030639e-05,
-   "host_backward_canary_seconds": 1.5552770000795136e-05,
+   "host_canary_seconds": 1.1135694999779845e-05,
+   "host_backward_canary_seconds": 2.3204940000027818e-05,
    "pass_seconds": [
-    4.068120000511044e-05,
-    2.6774100001603073e-05,
-    4.4853400004285505e-05
+    5.8051999997132955e-05,
+    6.334150000384398e-05,
+    5.442890000040279e-05
    ],
    "pass_host_canary_seconds": [
-    1.0355750000030639e-05,
-    8.774274999723274e-06,
-    9.75149499993222e-06
+    1.1135694999779845e-05,
+    1.2782985000399095e-05,
+    1.1672014999817292e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5552770000795136e-05,
-    1.7603980001013043e-05,
-    1.447030999997878e-05
+    2.3204940000027818e-05,
+    2.4128129999780868e-05,
+    2.4526400000013383e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00025354560000323545,
-   "min": 0.00019339269999818498,
-   "max": 0.0003856774000041696,
+   "seconds": 0.00034283129999721493,
+   "min": 0.0002590472000065347,
+   "max": 0.0011978296999927806,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10189,28 +10189,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.023898500022824e-05,
-   "host_backward_canary_seconds": 1.5922049999517186e-05,
+   "host_canary_seconds": 1.1814449999860699e-05,
+   "host_backward_canary_seconds": 2.0263840000325217e-05,
    "pass_seconds": [
-    0.00025354560000323545,
-    0.00019928049999862196,
-    0.00033899519999067704
+    0.00034283129999721493,
+    0.00047417069999937665,
+    0.00031748289999313786
    ],
    "pass_host_canary_seconds": [
-    1.023898500022824e-05,
-    9.327050000251802e-06,
-    9.666249999895626e-06
+    1.1814449999860699e-05,
+    1.223461499989753e-05,
+    1.1276305000365028e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5922049999517186e-05,
-    1.7275419999123187e-05,
-    1.524234000044089e-05
+    2.0263840000325217e-05,
+    2.282018999949287e-05,
+    2.3920200000020486e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward": {
-   "seconds": 5.601359999900524e-05,
-   "min": 4.460490000610662e-05,
-   "max": 7.101730000158568e-05,
+   "seconds": 6.912520000241784e-05,
+   "min": 5.055340000126307e-05,
+   "max": 0.00011816270000508666,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10225,28 +10225,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0401389999969979e-05,
-   "host_backward_canary_seconds": 1.6612949999625925e-05,
+   "host_canary_seconds": 1.1043430000086118e-05,
+   "host_backward_canary_seconds": 2.2510009999905377e-05,
    "pass_seconds": [
-    5.601359999900524e-05,
-    5.159429999821441e-05,
-    6.30263999937597e-05
+    6.417910000209304e-05,
+    0.00010905420000426603,
+    6.912520000241784e-05
    ],
    "pass_host_canary_seconds": [
-    1.0401389999969979e-05,
-    9.346350000214442e-06,
-    9.395095000286347e-06
+    1.1043430000086118e-05,
+    1.2625230000082865e-05,
+    1.1223344999962137e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6612949999625925e-05,
-    1.9040910000285294e-05,
-    1.4858070001082524e-05
+    2.2510009999905377e-05,
+    2.3714589999599412e-05,
+    2.394514499997058e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00029518420000158586,
-   "min": 0.00025950980000288837,
-   "max": 0.0005286096999952861,
+   "seconds": 0.00044889329999477925,
+   "min": 0.0003538791999972091,
+   "max": 0.000900326999999379,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10261,28 +10261,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0249725000335275e-05,
-   "host_backward_canary_seconds": 1.557191000074454e-05,
+   "host_canary_seconds": 1.1460184999805279e-05,
+   "host_backward_canary_seconds": 2.3001170000043203e-05,
    "pass_seconds": [
-    0.00029518420000158586,
-    0.0002630557999964367,
-    0.0004494694000072741
+    0.0003838791000021047,
+    0.0006484522000050674,
+    0.00044889329999477925
    ],
    "pass_host_canary_seconds": [
-    1.0249725000335275e-05,
-    9.228110000094603e-06,
-    9.497184999531782e-06
+    1.1460184999805279e-05,
+    1.197866250009838e-05,
+    1.1001052500034802e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.557191000074454e-05,
-    1.8497080000088317e-05,
-    1.5314610000132233e-05
+    2.3001170000043203e-05,
+    2.3671349999290215e-05,
+    1.9630900000038308e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 3.652850000435137e-05,
-   "min": 2.727559999584628e-05,
-   "max": 5.6975799998326694e-05,
+   "seconds": 4.269199999953344e-05,
+   "min": 3.86003000016899e-05,
+   "max": 6.843510000180686e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10297,28 +10297,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0357964999911928e-05,
-   "host_backward_canary_seconds": 1.557191000074454e-05,
+   "host_canary_seconds": 1.1596839999583609e-05,
+   "host_backward_canary_seconds": 2.311165000037363e-05,
    "pass_seconds": [
-    3.652850000435137e-05,
-    3.564490000371734e-05,
-    3.653049999456926e-05
+    4.2272200005299965e-05,
+    4.269199999953344e-05,
+    5.28358999986267e-05
    ],
    "pass_host_canary_seconds": [
-    1.0357964999911928e-05,
-    9.961970000063048e-06,
-    9.390619999862793e-06
+    1.1596839999583609e-05,
+    1.181518999999298e-05,
+    1.2608915000100751e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.557191000074454e-05,
-    1.768896000044151e-05,
-    1.55815799996617e-05
+    2.311165000037363e-05,
+    2.3997729999791773e-05,
+    2.4460379999027283e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00019270750000259794,
-   "min": 0.00017030160000786054,
-   "max": 0.0003242678999981763,
+   "seconds": 0.0002991883999925449,
+   "min": 0.0002277674999959345,
+   "max": 0.0005233918999920206,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10333,28 +10333,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0286490000339655e-05,
-   "host_backward_canary_seconds": 1.5201499999193401e-05,
+   "host_canary_seconds": 1.1596839999583609e-05,
+   "host_backward_canary_seconds": 2.0767479999221905e-05,
    "pass_seconds": [
-    0.00021818149999717207,
-    0.0001861808000057863,
-    0.00019270750000259794
+    0.00023926310000206287,
+    0.0003096187999972244,
+    0.0002991883999925449
    ],
    "pass_host_canary_seconds": [
-    1.0286490000339655e-05,
-    9.961970000063048e-06,
-    9.473964999529016e-06
+    1.1596839999583609e-05,
+    1.2089260000038849e-05,
+    1.1855889999878854e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5201499999193401e-05,
-    1.6983620000701193e-05,
-    1.4574230000334865e-05
+    2.0767479999221905e-05,
+    2.203483000016604e-05,
+    2.3199900000463457e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
-   "seconds": 3.9387199990414956e-05,
-   "min": 2.9493199997432383e-05,
-   "max": 4.92857999915941e-05,
+   "seconds": 4.39100999983566e-05,
+   "min": 3.1885800001418826e-05,
+   "max": 6.168809999280711e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10369,28 +10369,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0286490000339655e-05,
-   "host_backward_canary_seconds": 1.7319320000979133e-05,
+   "host_canary_seconds": 1.1455887500062546e-05,
+   "host_backward_canary_seconds": 2.1840950000751037e-05,
    "pass_seconds": [
-    4.1896699997323594e-05,
-    3.39793999955873e-05,
-    3.9387199990414956e-05
+    3.394159999743351e-05,
+    4.39100999983566e-05,
+    5.3723000007721566e-05
    ],
    "pass_host_canary_seconds": [
-    1.0286490000339655e-05,
-    1.0164090000444048e-05,
-    9.502935000114122e-06
+    1.1455887500062546e-05,
+    1.1968329999945126e-05,
+    1.2186194999799228e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7319320000979133e-05,
-    1.7527489999338285e-05,
-    1.5100370000027396e-05
+    2.1840950000751037e-05,
+    3.287483999997676e-05,
+    2.3903900000732392e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00019280449999996562,
-   "min": 0.00016866070000105539,
-   "max": 0.00029600699999718925,
+   "seconds": 0.0002900028999988535,
+   "min": 0.00022761870000067574,
+   "max": 0.0005545091000044522,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10405,28 +10405,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0277100000166683e-05,
-   "host_backward_canary_seconds": 1.719762999982777e-05,
+   "host_canary_seconds": 1.219784999989315e-05,
+   "host_backward_canary_seconds": 2.133118000074319e-05,
    "pass_seconds": [
-    0.00022913739999239625,
-    0.00019280449999996562,
-    0.0001779924999937066
+    0.00023896000000149796,
+    0.0002900028999988535,
+    0.0003166302999943582
    ],
    "pass_host_canary_seconds": [
-    1.0277100000166683e-05,
-    1.0215649999736343e-05,
-    9.186835000036808e-06
+    1.219784999989315e-05,
+    1.1531775000435118e-05,
+    1.1274194999941756e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.719762999982777e-05,
-    1.67724800007818e-05,
-    1.5100370000027396e-05
+    2.133118000074319e-05,
+    2.0797810000203752e-05,
+    2.3903900000732392e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
-   "seconds": 3.938349999543789e-05,
-   "min": 2.4804800000310932e-05,
-   "max": 5.7705500000793106e-05,
+   "seconds": 5.541489999814075e-05,
+   "min": 2.7037199993173998e-05,
+   "max": 7.500449999042758e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10441,28 +10441,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0277100000166683e-05,
-   "host_backward_canary_seconds": 1.6408550000051036e-05,
+   "host_canary_seconds": 1.1863559999767403e-05,
+   "host_backward_canary_seconds": 2.3164964999864424e-05,
    "pass_seconds": [
-    5.103800000370029e-05,
-    2.646699999786506e-05,
-    3.938349999543789e-05
+    5.616600000166727e-05,
+    4.1168100005961604e-05,
+    5.541489999814075e-05
    ],
    "pass_host_canary_seconds": [
-    1.0277100000166683e-05,
-    8.469339999805924e-06,
-    9.670759999949042e-06
+    1.1863559999767403e-05,
+    9.828305000496584e-06,
+    1.1492572500060306e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6408550000051036e-05,
-    1.6034010000112174e-05,
-    1.4106620000120529e-05
+    2.3164964999864424e-05,
+    2.2040110000034474e-05,
+    2.5578059999702416e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0002296143999956257,
-   "min": 0.00015997489999790558,
-   "max": 0.0003169268000078773,
+   "seconds": 0.0003393301999949472,
+   "min": 0.0002481473999978334,
+   "max": 0.0004707000999928823,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10477,28 +10477,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0241829999699804e-05,
-   "host_backward_canary_seconds": 1.6307264999682047e-05,
+   "host_canary_seconds": 1.1894460000121398e-05,
+   "host_backward_canary_seconds": 2.419158000009247e-05,
    "pass_seconds": [
-    0.0002738247000024785,
-    0.00017077200000130687,
-    0.0002296143999956257
+    0.0003393301999949472,
+    0.00042371740000817225,
+    0.0002774332000058166
    ],
    "pass_host_canary_seconds": [
-    1.0241829999699804e-05,
-    8.508420000055138e-06,
-    9.767960000033327e-06
+    1.1894460000121398e-05,
+    1.2439657500067369e-05,
+    1.1183755000274686e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6307264999682047e-05,
-    1.6943110000511297e-05,
-    1.5822689999822614e-05
+    2.419158000009247e-05,
+    2.280713000004653e-05,
+    2.4801134999847816e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
-   "seconds": 5.6660699999611094e-05,
-   "min": 3.580439999950613e-05,
-   "max": 6.947679999029788e-05,
+   "seconds": 7.018559999778517e-05,
+   "min": 5.425599999853148e-05,
+   "max": 9.354029999713021e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10513,28 +10513,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0908969999832152e-05,
-   "host_backward_canary_seconds": 2.2317219999195005e-05,
+   "host_canary_seconds": 1.1914550000255986e-05,
+   "host_backward_canary_seconds": 2.5081270000555377e-05,
    "pass_seconds": [
-    6.447339999340329e-05,
-    4.064600000219798e-05,
-    5.6660699999611094e-05
+    7.018559999778517e-05,
+    7.125890000452273e-05,
+    6.138709999277125e-05
    ],
    "pass_host_canary_seconds": [
-    1.0908969999832152e-05,
-    8.582520000004478e-06,
-    9.703325000032237e-06
+    1.1914550000255986e-05,
+    1.1845939999943766e-05,
+    1.1242504999700032e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2317219999195005e-05,
-    1.9411099999615543e-05,
-    1.6922910000403134e-05
+    2.5081270000555377e-05,
+    2.4187369999708607e-05,
+    2.6030430000218985e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0003233905999991293,
-   "min": 0.00021709209999016822,
-   "max": 0.0004300209999996696,
+   "seconds": 0.000387512199995399,
+   "min": 0.0003017445999944357,
+   "max": 0.00284197440000753,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10549,28 +10549,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.113106749983217e-05,
-   "host_backward_canary_seconds": 2.2398794999958227e-05,
+   "host_canary_seconds": 1.219574749967478e-05,
+   "host_backward_canary_seconds": 2.575793499943302e-05,
    "pass_seconds": [
-    0.0003233905999991293,
-    0.00023323439999103356,
-    0.0003345620000004601
+    0.0004863729000021522,
+    0.000387512199995399,
+    0.00031942800000024364
    ],
    "pass_host_canary_seconds": [
-    1.113106749983217e-05,
-    9.317082499649133e-06,
-    9.315835000052176e-06
+    1.219574749967478e-05,
+    1.244506499972431e-05,
+    1.1123704999818075e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2398794999958227e-05,
-    2.0654864999869457e-05,
-    2.036261499995362e-05
+    2.575793499943302e-05,
+    2.6546734999897126e-05,
+    2.50858099997231e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward": {
-   "seconds": 3.710969999701774e-05,
-   "min": 2.9474600000867213e-05,
-   "max": 6.668609998996544e-05,
+   "seconds": 5.7655099999465166e-05,
+   "min": 4.2590399993969184e-05,
+   "max": 6.683220000240908e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10585,28 +10585,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0902247500155226e-05,
-   "host_backward_canary_seconds": 2.0772214999738025e-05,
+   "host_canary_seconds": 1.1056937500200093e-05,
+   "host_backward_canary_seconds": 2.1198355000251468e-05,
    "pass_seconds": [
-    4.967730000089432e-05,
-    3.710969999701774e-05,
-    3.409800000326868e-05
+    4.96297000040613e-05,
+    5.9334999991733636e-05,
+    5.7655099999465166e-05
    ],
    "pass_host_canary_seconds": [
-    1.0902247500155226e-05,
-    9.147934999873541e-06,
-    9.14071000011063e-06
+    1.1056937500200093e-05,
+    1.2411560000487043e-05,
+    1.1046209999960865e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0772214999738025e-05,
-    1.8041109999558103e-05,
-    1.9300980000025447e-05
+    2.1198355000251468e-05,
+    2.6992310000650833e-05,
+    2.5432990000240352e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00027361070000324615,
-   "min": 0.0002137673000106588,
-   "max": 0.000473945500004902,
+   "seconds": 0.00041625200000225957,
+   "min": 0.00032035130000167554,
+   "max": 0.0006952606999902855,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10621,28 +10621,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0068315000353322e-05,
-   "host_backward_canary_seconds": 2.046534999976757e-05,
+   "host_canary_seconds": 1.0899855000161552e-05,
+   "host_backward_canary_seconds": 2.2872480000160066e-05,
    "pass_seconds": [
-    0.0003946787000018048,
-    0.00022928449999426448,
-    0.00027361070000324615
+    0.0004201036999916141,
+    0.000391547599997466,
+    0.00041625200000225957
    ],
    "pass_host_canary_seconds": [
-    1.0068315000353322e-05,
-    9.147934999873541e-06,
-    9.129145000201789e-06
+    1.0899855000161552e-05,
+    1.2302310000222861e-05,
+    1.1098292499980289e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.046534999976757e-05,
-    1.7136570000957363e-05,
-    1.4872889998969185e-05
+    2.2872480000160066e-05,
+    2.2109120000095572e-05,
+    2.5008440000533484e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward": {
-   "seconds": 3.741639999361723e-05,
-   "min": 3.257130000520192e-05,
-   "max": 7.022879999567522e-05,
+   "seconds": 6.3208900007794e-05,
+   "min": 4.7302999996645666e-05,
+   "max": 9.020850000069913e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10657,28 +10657,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.442495000371308e-06,
-   "host_backward_canary_seconds": 2.0890925000003336e-05,
+   "host_canary_seconds": 1.1441760000252545e-05,
+   "host_backward_canary_seconds": 2.2694054999874423e-05,
    "pass_seconds": [
-    5.71816999922703e-05,
-    3.741639999361723e-05,
-    3.456609999830107e-05
+    5.8703100000911947e-05,
+    6.3208900007794e-05,
+    8.122709999724975e-05
    ],
    "pass_host_canary_seconds": [
-    9.442495000371308e-06,
-    9.220560000358092e-06,
-    9.944639999730499e-06
+    1.1441760000252545e-05,
+    1.2148294999860809e-05,
+    1.2161762499829364e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0890925000003336e-05,
-    1.740380000001096e-05,
-    1.4511399999719288e-05
+    2.2694054999874423e-05,
+    2.493808000053832e-05,
+    2.5597120000497853e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00022934280000299622,
-   "min": 0.00017529010000316703,
-   "max": 0.00041961680000213164,
+   "seconds": 0.00046477710000090153,
+   "min": 0.00031138589999955,
+   "max": 0.0007027188999927603,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10693,28 +10693,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.36898000020392e-06,
-   "host_backward_canary_seconds": 1.9290349999891987e-05,
+   "host_canary_seconds": 1.1743345000354566e-05,
+   "host_backward_canary_seconds": 2.2147449999465608e-05,
    "pass_seconds": [
-    0.000314929299997857,
-    0.00021590210000113074,
-    0.00022934280000299622
+    0.00046477710000090153,
+    0.00035496159999865996,
+    0.0005469129000061912
    ],
    "pass_host_canary_seconds": [
-    9.36898000020392e-06,
-    9.098959999960243e-06,
-    9.415530000183025e-06
+    1.1743345000354566e-05,
+    1.1836555000286353e-05,
+    1.278189000004204e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9290349999891987e-05,
-    1.6759019999881274e-05,
-    1.659856000060245e-05
+    2.2147449999465608e-05,
+    2.297561000091264e-05,
+    2.579569500028356e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward": {
-   "seconds": 4.641379999839046e-05,
-   "min": 2.76978999977473e-05,
-   "max": 6.361189999779527e-05,
+   "seconds": 6.495019999874785e-05,
+   "min": 5.150619999767514e-05,
+   "max": 9.39325999979701e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10729,28 +10729,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0885977499981435e-05,
-   "host_backward_canary_seconds": 2.0908094999754215e-05,
+   "host_canary_seconds": 1.4285105000055865e-05,
+   "host_backward_canary_seconds": 2.4589510000510015e-05,
    "pass_seconds": [
-    5.09194000073876e-05,
-    3.590049999502298e-05,
-    4.641379999839046e-05
+    6.495019999874785e-05,
+    6.404790000260618e-05,
+    8.628450000287557e-05
    ],
    "pass_host_canary_seconds": [
-    1.0885977499981435e-05,
-    9.034529999780717e-06,
-    9.150614999953177e-06
+    1.4285105000055865e-05,
+    1.1836555000286353e-05,
+    1.3243172500381206e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0908094999754215e-05,
-    1.7372930000192354e-05,
-    1.7764990000159743e-05
+    2.4589510000510015e-05,
+    2.297561000091264e-05,
+    2.7403850000382588e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00021918579999464783,
-   "min": 0.0001792941999951836,
-   "max": 0.0003136638999990282,
+   "seconds": 0.0003573684000002686,
+   "min": 0.00030184669999471224,
+   "max": 0.0014453524000032302,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10765,28 +10765,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0288004999665645e-05,
-   "host_backward_canary_seconds": 1.9695870000759897e-05,
+   "host_canary_seconds": 1.176374500005295e-05,
+   "host_backward_canary_seconds": 2.1334720000822925e-05,
    "pass_seconds": [
-    0.0002629322000075263,
-    0.00021914539998988403,
-    0.00021918579999464783
+    0.000338963399997283,
+    0.0003573684000002686,
+    0.0005768686999999773
    ],
    "pass_host_canary_seconds": [
-    1.0288004999665645e-05,
-    9.145189999912872e-06,
-    9.064549999493465e-06
+    1.176374500005295e-05,
+    1.1457845000109046e-05,
+    1.317241000009517e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9695870000759897e-05,
-    1.704364999909558e-05,
-    1.6453770000453006e-05
+    2.1334720000822925e-05,
+    2.252938999959042e-05,
+    2.800648000061301e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward": {
-   "seconds": 4.137939999964147e-05,
-   "min": 3.2462800004395834e-05,
-   "max": 6.623600000921215e-05,
+   "seconds": 5.966869999838309e-05,
+   "min": 4.408979999652729e-05,
+   "max": 7.194789999402929e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10801,28 +10801,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0830047499723606e-05,
-   "host_backward_canary_seconds": 2.0479109999769206e-05,
+   "host_canary_seconds": 1.208740499976102e-05,
+   "host_backward_canary_seconds": 2.34976399997322e-05,
    "pass_seconds": [
-    5.2082700005939844e-05,
-    4.137939999964147e-05,
-    3.45414999969762e-05
+    5.834669999558173e-05,
+    5.966869999838309e-05,
+    6.63876999965396e-05
    ],
    "pass_host_canary_seconds": [
-    1.0830047499723606e-05,
-    9.272469999928035e-06,
-    9.858760000156508e-06
+    1.208740499976102e-05,
+    1.2188574999640877e-05,
+    1.2567109999963577e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0479109999769206e-05,
-    1.7826409999770478e-05,
-    1.6453770000453006e-05
+    2.34976399997322e-05,
+    2.258672999914779e-05,
+    2.6091590000305588e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0002541115999974863,
-   "min": 0.00018505570000115767,
-   "max": 0.0004427927000051568,
+   "seconds": 0.00039817649999349667,
+   "min": 0.00030535109999618726,
+   "max": 0.0006895682999925156,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10837,28 +10837,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.080367499980639e-05,
-   "host_backward_canary_seconds": 2.0282800001041324e-05,
+   "host_canary_seconds": 1.2104605000047286e-05,
+   "host_backward_canary_seconds": 2.4177799999165473e-05,
    "pass_seconds": [
-    0.0002826713999979802,
-    0.0002541115999974863,
-    0.0002345617999935712
+    0.0003717855999980202,
+    0.00039817649999349667,
+    0.00044908060000352633
    ],
    "pass_host_canary_seconds": [
-    1.080367499980639e-05,
-    9.472845000004782e-06,
-    7.263939999688773e-06
+    1.2104605000047286e-05,
+    1.2631440000063777e-05,
+    1.2700949999953082e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0282800001041324e-05,
-    1.808340000025055e-05,
-    1.6049989999373792e-05
+    2.4177799999165473e-05,
+    2.3875059999909352e-05,
+    2.4291140000514133e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward": {
-   "seconds": 9.310530000448126e-05,
-   "min": 5.297000000155094e-05,
-   "max": 0.00010906410000188771,
+   "seconds": 0.00012824230000205717,
+   "min": 9.803630000533303e-05,
+   "max": 0.0001660276999928101,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10873,28 +10873,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0797944999580978e-05,
-   "host_backward_canary_seconds": 2.1663280000439046e-05,
+   "host_canary_seconds": 1.1738367499845027e-05,
+   "host_backward_canary_seconds": 2.461887999970713e-05,
    "pass_seconds": [
-    9.538159999920027e-05,
-    9.310530000448126e-05,
-    5.818360000375833e-05
+    0.00012824230000205717,
+    0.00011714439999650494,
+    0.00016300709999086393
    ],
    "pass_host_canary_seconds": [
-    1.0797944999580978e-05,
-    1.0686484999951063e-05,
-    7.168160000219359e-06
+    1.1738367499845027e-05,
+    1.2761874999682732e-05,
+    1.2596047500039732e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1663280000439046e-05,
-    1.8360079999411027e-05,
-    1.6018020000956313e-05
+    2.461887999970713e-05,
+    2.428303999977288e-05,
+    2.8150079999704757e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0004043455999976686,
-   "min": 0.0002497420000054262,
-   "max": 0.00070725670000229,
+   "seconds": 0.0006326983000008113,
+   "min": 0.0005409975000020495,
+   "max": 0.0009253796000052716,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10909,28 +10909,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.003735750003898e-05,
-   "host_backward_canary_seconds": 2.0236624999370177e-05,
+   "host_canary_seconds": 1.170788249993393e-05,
+   "host_backward_canary_seconds": 2.410998999948788e-05,
    "pass_seconds": [
-    0.0005396595999968667,
-    0.0003990260999898965,
-    0.0004043455999976686
+    0.0006194192000066323,
+    0.0006326983000008113,
+    0.0007785532000070816
    ],
    "pass_host_canary_seconds": [
-    1.003735750003898e-05,
-    1.0686484999951063e-05,
-    7.143175000123847e-06
+    1.170788249993393e-05,
+    1.1877889999709623e-05,
+    1.2831655000411502e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0236624999370177e-05,
-    1.8124489999991057e-05,
-    1.471381999976984e-05
+    2.410998999948788e-05,
+    2.428303999977288e-05,
+    2.633894999974018e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward": {
-   "seconds": 9.875009999404938e-05,
-   "min": 7.937249999940832e-05,
-   "max": 0.00011279159999730837,
+   "seconds": 0.00014154279999729625,
+   "min": 0.00010967810000011014,
+   "max": 0.00023693800000046394,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10945,28 +10945,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.948994999717798e-06,
-   "host_backward_canary_seconds": 2.1410220000461777e-05,
+   "host_canary_seconds": 1.1300619999587979e-05,
+   "host_backward_canary_seconds": 1.76195500000631e-05,
    "pass_seconds": [
-    9.964189999891459e-05,
-    9.875009999404938e-05,
-    9.440249999670414e-05
+    0.00012046579998923335,
+    0.00014154279999729625,
+    0.00016033599999900616
    ],
    "pass_host_canary_seconds": [
-    9.948994999717798e-06,
-    9.883949999789365e-06,
-    9.29499499989106e-06
+    1.1300619999587979e-05,
+    1.1894032499810692e-05,
+    1.3014957499990486e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1410220000461777e-05,
-    1.8124489999991057e-05,
-    1.4814689999411712e-05
+    1.76195500000631e-05,
+    2.5277194999944186e-05,
+    2.5914015000125802e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0004491069999971842,
-   "min": 0.00031659790000730935,
-   "max": 0.0006138340999996217,
+   "seconds": 0.0007042681000029915,
+   "min": 0.0004404270999998516,
+   "max": 0.0008633867999947142,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10981,28 +10981,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.742534999692906e-06,
-   "host_backward_canary_seconds": 1.6192570000157503e-05,
+   "host_canary_seconds": 1.1345424999831266e-05,
+   "host_backward_canary_seconds": 2.1213929999248647e-05,
    "pass_seconds": [
-    0.0005181118999985302,
-    0.0004132283999979336,
-    0.0004491069999971842
+    0.00048556980000284965,
+    0.0007773663999955715,
+    0.0007042681000029915
    ],
    "pass_host_canary_seconds": [
-    7.742534999692906e-06,
-    1.0159114999623853e-05,
-    9.29499499989106e-06
+    1.1345424999831266e-05,
+    1.2117399999738155e-05,
+    1.2323777499716472e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6192570000157503e-05,
-    1.868596000008438e-05,
-    1.6794279999885476e-05
+    2.1213929999248647e-05,
+    2.4653550000266477e-05,
+    2.6172065000196197e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward": {
-   "seconds": 0.00011882049999485389,
-   "min": 7.845860000088578e-05,
-   "max": 0.00019249319999516956,
+   "seconds": 0.00013670370000227195,
+   "min": 0.00010527439999350464,
+   "max": 0.00019576959999767496,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -11017,28 +11017,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.619180000015604e-06,
-   "host_backward_canary_seconds": 1.7028894999953083e-05,
+   "host_canary_seconds": 1.1393024999790669e-05,
+   "host_backward_canary_seconds": 2.2760049999988042e-05,
    "pass_seconds": [
-    0.00011882049999485389,
-    0.0001729029999978593,
-    9.809019999238445e-05
+    0.00012062219999506852,
+    0.00014157350000232327,
+    0.00013670370000227195
    ],
    "pass_host_canary_seconds": [
-    9.619180000015604e-06,
-    1.275858500036975e-05,
-    9.357980000004318e-06
+    1.1393024999790669e-05,
+    1.2208232499801852e-05,
+    1.1990022499901443e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7028894999953083e-05,
-    1.8150629999809096e-05,
-    1.5902259999620583e-05
+    2.2760049999988042e-05,
+    2.4789819999568863e-05,
+    2.429166499950952e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0005836032000047453,
-   "min": 0.0002773188999981357,
-   "max": 0.0006788269000026048,
+   "seconds": 0.0006744432000004962,
+   "min": 0.0005241286999989825,
+   "max": 0.0008552395999913643,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -11053,28 +11053,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0659830000179227e-05,
-   "host_backward_canary_seconds": 1.984005499991781e-05,
+   "host_canary_seconds": 1.1639532499714277e-05,
+   "host_backward_canary_seconds": 2.5063300000169875e-05,
    "pass_seconds": [
-    0.0005836032000047453,
-    0.0006178789000045981,
-    0.00033051279999654073
+    0.0005508340000005774,
+    0.0006744432000004962,
+    0.0007070882999983041
    ],
    "pass_host_canary_seconds": [
-    1.0659830000179227e-05,
-    1.4940494999677867e-05,
-    9.256315000243375e-06
+    1.1639532499714277e-05,
+    1.2471499999833213e-05,
+    1.1676594999983082e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.984005499991781e-05,
-    2.0676520000506572e-05,
-    1.6274639999664942e-05
+    2.5063300000169875e-05,
+    2.238040000008823e-05,
+    2.3779354999646782e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward": {
-   "seconds": 0.00013419840000779005,
-   "min": 8.4920200004035e-05,
-   "max": 0.00027656679999381594,
+   "seconds": 0.00011083199999575299,
+   "min": 0.00010170769999149343,
+   "max": 0.00015872409999246885,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -11089,28 +11089,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0506177499962632e-05,
-   "host_backward_canary_seconds": 1.898724000000129e-05,
+   "host_canary_seconds": 1.1345787499976722e-05,
+   "host_backward_canary_seconds": 2.259791499966468e-05,
    "pass_seconds": [
-    0.00013419840000779005,
-    0.0002199870000026749,
-    0.00010073810000221783
+    0.000107477899996411,
+    0.00011083199999575299,
+    0.00013857830000461036
    ],
    "pass_host_canary_seconds": [
-    1.0506177499962632e-05,
-    1.5372272500258077e-05,
-    9.698527500177078e-06
+    1.1345787499976722e-05,
+    1.20202750002818e-05,
+    1.1820815000191942e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.898724000000129e-05,
-    2.1554260000016258e-05,
-    1.575036499957605e-05
+    2.259791499966468e-05,
+    2.487937000068996e-05,
+    3.110899999967387e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0006617446000063865,
-   "min": 0.0003018539999970926,
-   "max": 0.0007677388000047359,
+   "seconds": 0.0005726761000005353,
+   "min": 0.00045457060000444474,
+   "max": 0.0010453768000047603,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -11125,28 +11125,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0259050000058779e-05,
-   "host_backward_canary_seconds": 2.064356500000031e-05,
+   "host_canary_seconds": 1.1456372499765166e-05,
+   "host_backward_canary_seconds": 2.257745999997951e-05,
    "pass_seconds": [
-    0.0006617446000063865,
-    0.0007081157000015992,
-    0.00033202959999698576
+    0.0005126487999973506,
+    0.0005726761000005353,
+    0.0007014079999976275
    ],
    "pass_host_canary_seconds": [
-    1.0259050000058779e-05,
-    1.482858250000163e-05,
-    9.71641499972975e-06
+    1.1456372499765166e-05,
+    1.183974000014132e-05,
+    1.2102782500278409e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.064356500000031e-05,
-    1.749945499966543e-05,
-    1.5712074999214563e-05
+    2.257745999997951e-05,
+    2.2657600000002275e-05,
+    2.534196999931737e-05
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.27809821420999e-06,
-   "min": 2.79984598223442e-06,
-   "max": 5.492435267738317e-06,
+   "seconds": 3.933725446460455e-06,
+   "min": 3.015529017856368e-06,
+   "max": 4.627066964246751e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11156,28 +11156,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.89586999992298e-06,
-   "host_backward_canary_seconds": 2.0147815000086667e-05,
+   "host_canary_seconds": 1.1581709999859413e-05,
+   "host_backward_canary_seconds": 2.4037055000007966e-05,
    "pass_seconds": [
-    3.27809821420999e-06,
-    4.744479910913567e-06,
-    3.24082812497295e-06
+    3.2379776787446905e-06,
+    3.990553571650171e-06,
+    3.933725446460455e-06
    ],
    "pass_host_canary_seconds": [
-    9.89586999992298e-06,
-    1.4316187499900934e-05,
-    9.591107499886675e-06
+    1.1581709999859413e-05,
+    1.2093672499986495e-05,
+    1.1609485000008135e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0147815000086667e-05,
-    1.662201999977242e-05,
-    1.5340149999474307e-05
+    2.4037055000007966e-05,
+    2.1054624999692353e-05,
+    2.2846565000236295e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.0001779988571278019,
-   "min": 8.800728569115433e-05,
-   "max": 0.0005277427142930589,
+   "seconds": 0.00015970200000278316,
+   "min": 7.657071427859464e-05,
+   "max": 0.0004299904286101862,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11187,28 +11187,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.89586999992298e-06,
-   "host_backward_canary_seconds": 2.0147815000086667e-05,
+   "host_canary_seconds": 1.1581709999859413e-05,
+   "host_backward_canary_seconds": 2.4037055000007966e-05,
    "pass_seconds": [
-    0.0001589755714478867,
-    0.00024611271422665074,
-    0.0001779988571278019
+    0.00012149585714788764,
+    0.00015970200000278316,
+    0.00017725657148405716
    ],
    "pass_host_canary_seconds": [
-    9.89586999992298e-06,
-    1.4316187499900934e-05,
-    9.591107499886675e-06
+    1.1581709999859413e-05,
+    1.2093672499986495e-05,
+    1.1609485000008135e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0147815000086667e-05,
-    1.662201999977242e-05,
-    1.5340149999474307e-05
+    2.4037055000007966e-05,
+    2.1054624999692353e-05,
+    2.2846565000236295e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 4.561390624959115e-06,
-   "min": 2.246290178372793e-06,
-   "max": 5.655325892663297e-06,
+   "seconds": 5.818564731997965e-06,
+   "min": 4.139732143114218e-06,
+   "max": 7.956406250033052e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11218,28 +11218,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0667360000411463e-05,
-   "host_backward_canary_seconds": 2.1625910000011574e-05,
+   "host_canary_seconds": 1.1927114999821243e-05,
+   "host_backward_canary_seconds": 2.4261840000008306e-05,
    "pass_seconds": [
-    4.224854910615607e-06,
-    4.81453571410384e-06,
-    4.561390624959115e-06
+    4.684464285682159e-06,
+    5.818564731997965e-06,
+    6.29711160701366e-06
    ],
    "pass_host_canary_seconds": [
-    1.0667360000411463e-05,
-    9.995815000252151e-06,
-    9.473675000322146e-06
+    1.1927114999821243e-05,
+    1.185545499993168e-05,
+    1.1887850000107392e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1625910000011574e-05,
-    1.7299469999443317e-05,
-    1.7161900000246533e-05
+    2.4261840000008306e-05,
+    2.490754000064044e-05,
+    2.6412470000423126e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.0006486400000247678,
-   "min": 0.0004441745713847922,
-   "max": 0.0007475530000127556,
+   "seconds": 0.0007600639999866741,
+   "min": 0.00046150885720765345,
+   "max": 0.0008540178571852916,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11249,28 +11249,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0667360000411463e-05,
-   "host_backward_canary_seconds": 2.1625910000011574e-05,
+   "host_canary_seconds": 1.1927114999821243e-05,
+   "host_backward_canary_seconds": 2.4261840000008306e-05,
    "pass_seconds": [
-    0.0006608731428221809,
-    0.0005647891428972279,
-    0.0006486400000247678
+    0.0007600639999866741,
+    0.0007002631428544451,
+    0.000782357857182043
    ],
    "pass_host_canary_seconds": [
-    1.0667360000411463e-05,
-    9.995815000252151e-06,
-    9.473675000322146e-06
+    1.1927114999821243e-05,
+    1.185545499993168e-05,
+    1.1887850000107392e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1625910000011574e-05,
-    1.7299469999443317e-05,
-    1.7161900000246533e-05
+    2.4261840000008306e-05,
+    2.490754000064044e-05,
+    2.6412470000423126e-05
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00019834299996546179,
-   "min": 0.00018375800004832854,
-   "max": 0.00023477900003854302,
+   "seconds": 0.00021398699993824266,
+   "min": 0.00020411800005604164,
+   "max": 0.0002419939999072085,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11278,15 +11278,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00019150899993292114,
-    0.00019834299996546179,
-    0.00020468100001380662
+    0.00021352399994611915,
+    0.0002164180000363558,
+    0.00021398699993824266
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.6642321428635034e-05,
-   "min": 2.084449776771992e-05,
-   "max": 3.255952232171312e-05,
+   "seconds": 3.6121515624947574e-05,
+   "min": 3.354016294641683e-05,
+   "max": 3.93463772321618e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11296,28 +11296,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0979392500019002e-05,
-   "host_backward_canary_seconds": 2.2507184999653874e-05,
+   "host_canary_seconds": 1.2074560000314705e-05,
+   "host_backward_canary_seconds": 2.2626050000553733e-05,
    "pass_seconds": [
-    2.6642321428635034e-05,
-    2.4019522321339082e-05,
-    2.8887245535815153e-05
+    3.6121515624947574e-05,
+    3.6373069196317586e-05,
+    3.5101515625056224e-05
    ],
    "pass_host_canary_seconds": [
-    1.0979392500019002e-05,
-    8.334252500219462e-06,
-    9.62199749977799e-06
+    1.2074560000314705e-05,
+    1.2208555000370325e-05,
+    1.1686459999964428e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2507184999653874e-05,
-    1.5010155000254599e-05,
-    2.1087375000092834e-05
+    2.2626050000553733e-05,
+    2.349191999996947e-05,
+    2.603850000014063e-05
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00023958214291854214,
-   "min": -0.00019089514289914538,
-   "max": 0.0007615968571599296,
+   "seconds": 0.0003961665714444151,
+   "min": 0.00019835571434409114,
+   "max": 0.0007078224286130664,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11327,28 +11327,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0979392500019002e-05,
-   "host_backward_canary_seconds": 2.2507184999653874e-05,
+   "host_canary_seconds": 1.2074560000314705e-05,
+   "host_backward_canary_seconds": 2.2626050000553733e-05,
    "pass_seconds": [
-    0.00023958214291854214,
-    0.00014726014296684298,
-    0.0002952808571145787
+    0.0003961665714444151,
+    0.0003474465714979097,
+    0.000479709857180361
    ],
    "pass_host_canary_seconds": [
-    1.0979392500019002e-05,
-    8.334252500219462e-06,
-    9.62199749977799e-06
+    1.2074560000314705e-05,
+    1.2208555000370325e-05,
+    1.1686459999964428e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2507184999653874e-05,
-    1.5010155000254599e-05,
-    2.1087375000092834e-05
+    2.2626050000553733e-05,
+    2.349191999996947e-05,
+    2.603850000014063e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 2.9005508928544748e-05,
-   "min": 1.9721926339398366e-05,
-   "max": 3.416970312488031e-05,
+   "seconds": 3.485136607141369e-05,
+   "min": 2.391710491065981e-05,
+   "max": 4.151590848217828e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11358,28 +11358,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.075038500005121e-05,
-   "host_backward_canary_seconds": 2.261859999975968e-05,
+   "host_canary_seconds": 1.1367330000098263e-05,
+   "host_backward_canary_seconds": 2.3804460000746984e-05,
    "pass_seconds": [
-    3.0147968750020887e-05,
-    2.9005508928544748e-05,
-    2.4089968749966113e-05
+    3.302031696428287e-05,
+    4.002863169638715e-05,
+    3.485136607141369e-05
    ],
    "pass_host_canary_seconds": [
-    1.075038500005121e-05,
-    9.855815000037182e-06,
-    7.630640000115819e-06
+    1.1367330000098263e-05,
+    1.3248424999687813e-05,
+    1.153777500007891e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.261859999975968e-05,
-    2.0310559999643374e-05,
-    1.8851959999892643e-05
+    2.3804460000746984e-05,
+    2.528031999986524e-05,
+    2.5511699999469783e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0005843674285545472,
-   "min": -0.00011440814284924272,
-   "max": 0.0016221109999118458,
+   "seconds": 0.0007780345714049224,
+   "min": 0.0005885488571948372,
+   "max": 0.002155995285647805,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11389,28 +11389,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.075038500005121e-05,
-   "host_backward_canary_seconds": 2.261859999975968e-05,
+   "host_canary_seconds": 1.1367330000098263e-05,
+   "host_backward_canary_seconds": 2.3804460000746984e-05,
    "pass_seconds": [
-    0.000747501999951185,
-    0.0005843674285545472,
-    0.0005665290000576664
+    0.0007099495714685744,
+    0.0008811760000396263,
+    0.0007780345714049224
    ],
    "pass_host_canary_seconds": [
-    1.075038500005121e-05,
-    9.855815000037182e-06,
-    7.630640000115819e-06
+    1.1367330000098263e-05,
+    1.3248424999687813e-05,
+    1.153777500007891e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.261859999975968e-05,
-    2.0310559999643374e-05,
-    1.8851959999892643e-05
+    2.3804460000746984e-05,
+    2.528031999986524e-05,
+    2.5511699999469783e-05
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00017345199989904359,
-   "min": 0.00016087500000594446,
-   "max": 0.00022621799996613845,
+   "seconds": 0.00017996700000821875,
+   "min": 0.0001623419999532416,
+   "max": 0.0002520989999084122,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11418,15 +11418,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00016413999992437311,
-    0.00017345199989904359,
-    0.00017347700008940592
+    0.00017996700000821875,
+    0.0001666570000224965,
+    0.0001902569999856496
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 2.4359084824153243e-06,
-   "min": 1.3828683036771444e-06,
-   "max": 4.09348660695181e-06,
+   "seconds": 2.6448861607519802e-06,
+   "min": 1.6606830356583454e-06,
+   "max": 3.1706227677627145e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11436,28 +11436,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.57773999996425e-06,
-   "host_backward_canary_seconds": 2.1105419999685183e-05,
+   "host_canary_seconds": 1.1201920000303289e-05,
+   "host_backward_canary_seconds": 2.4155209999889848e-05,
    "pass_seconds": [
-    1.6966495535492804e-06,
-    2.748176339447842e-06,
-    2.4359084824153243e-06
+    2.6448861607519802e-06,
+    1.858837053550896e-06,
+    3.030774553483947e-06
    ],
    "pass_host_canary_seconds": [
-    8.57773999996425e-06,
-    1.0500125000021399e-05,
-    1.015408999990086e-05
+    1.1201920000303289e-05,
+    8.653639999920415e-06,
+    1.1498469999935424e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1105419999685183e-05,
-    2.2465470000270215e-05,
-    1.534942000034789e-05
+    2.4155209999889848e-05,
+    2.322786999911841e-05,
+    2.2693509999953677e-05
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 0.00010983442856676058,
-   "min": -1.855571375537177e-06,
-   "max": 0.0003697632856918582,
+   "seconds": 9.371714291514114e-05,
+   "min": 1.3393714376823998e-05,
+   "max": 0.00036118357141796357,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11467,28 +11467,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.57773999996425e-06,
-   "host_backward_canary_seconds": 2.1105419999685183e-05,
+   "host_canary_seconds": 1.1201920000303289e-05,
+   "host_backward_canary_seconds": 2.4155209999889848e-05,
    "pass_seconds": [
-    9.046314289662405e-05,
-    0.00016860142855940858,
-    0.00010983442856676058
+    9.371714291514114e-05,
+    7.572914291488684e-05,
+    0.00015010042844616173
    ],
    "pass_host_canary_seconds": [
-    8.57773999996425e-06,
-    1.0500125000021399e-05,
-    1.015408999990086e-05
+    1.1201920000303289e-05,
+    8.653639999920415e-06,
+    1.1498469999935424e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1105419999685183e-05,
-    2.2465470000270215e-05,
-    1.534942000034789e-05
+    2.4155209999889848e-05,
+    2.322786999911841e-05,
+    2.2693509999953677e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 3.4293348214475827e-06,
-   "min": 1.7056138393708612e-06,
-   "max": 4.091993303692984e-06,
+   "seconds": 4.225513392900179e-06,
+   "min": 2.259520089253897e-06,
+   "max": 4.876935267818437e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11498,28 +11498,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0651030000303764e-05,
-   "host_backward_canary_seconds": 1.874255000075209e-05,
+   "host_canary_seconds": 1.1259285000164709e-05,
+   "host_backward_canary_seconds": 2.3668979999911243e-05,
    "pass_seconds": [
-    3.4293348214475827e-06,
-    3.513305803488314e-06,
-    3.026227678353572e-06
+    3.5443147322463834e-06,
+    4.225513392900179e-06,
+    4.541921875045318e-06
    ],
    "pass_host_canary_seconds": [
-    1.0651030000303764e-05,
-    9.642874999826745e-06,
-    8.964059999811979e-06
+    1.1259285000164709e-05,
+    1.158133499984615e-05,
+    1.152472499995838e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.874255000075209e-05,
-    1.756680999960736e-05,
-    1.735684999971454e-05
+    2.3668979999911243e-05,
+    2.5642059999881893e-05,
+    2.5218359999144012e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.0005790908571888004,
-   "min": 0.0003847188572113477,
-   "max": 0.0008609837142980073,
+   "seconds": 0.0006652961428861609,
+   "min": 0.0005511164286125286,
+   "max": 0.0008507461429059861,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11529,28 +11529,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0651030000303764e-05,
-   "host_backward_canary_seconds": 1.874255000075209e-05,
+   "host_canary_seconds": 1.1259285000164709e-05,
+   "host_backward_canary_seconds": 2.3668979999911243e-05,
    "pass_seconds": [
-    0.0006460045714220541,
-    0.0005363655714550727,
-    0.0005790908571888004
+    0.0006544915714649896,
+    0.0006652961428861609,
+    0.0007244774285481981
    ],
    "pass_host_canary_seconds": [
-    1.0651030000303764e-05,
-    9.642874999826745e-06,
-    8.964059999811979e-06
+    1.1259285000164709e-05,
+    1.158133499984615e-05,
+    1.152472499995838e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.874255000075209e-05,
-    1.756680999960736e-05,
-    1.735684999971454e-05
+    2.3668979999911243e-05,
+    2.5642059999881893e-05,
+    2.5218359999144012e-05
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00014968200002840604,
-   "min": 0.00012268600005427288,
-   "max": 0.00017491400001290458,
+   "seconds": 0.00014611099993544485,
+   "min": 0.00012484800004131102,
+   "max": 0.0001895870000225841,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11558,15 +11558,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001539280000315557,
-    0.00014968200002840604,
-    0.00012585699994360766
+    0.00014611099993544485,
+    0.00015777599992361502,
+    0.0001330779999761944
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 5.453540178430265e-06,
-   "min": 3.978558035910851e-06,
-   "max": 7.852910714335945e-06,
+   "seconds": 7.329013393128239e-06,
+   "min": 4.787011160800603e-06,
+   "max": 8.442852678568005e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11576,28 +11576,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0026067499779856e-05,
-   "host_backward_canary_seconds": 1.7945715000564633e-05,
+   "host_canary_seconds": 1.1548844999538233e-05,
+   "host_backward_canary_seconds": 1.90448400007881e-05,
    "pass_seconds": [
-    5.453540178430265e-06,
-    6.839439732278915e-06,
-    5.288752232094193e-06
+    7.329013393128239e-06,
+    8.227624999587338e-06,
+    6.479645089437927e-06
    ],
    "pass_host_canary_seconds": [
-    1.0026067499779856e-05,
-    9.659544999749415e-06,
-    8.677087499791014e-06
+    1.1548844999538233e-05,
+    1.2216165000040747e-05,
+    8.740367500195134e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7945715000564633e-05,
-    1.5602350000563092e-05,
-    1.683400999979767e-05
+    1.90448400007881e-05,
+    2.359068000032494e-05,
+    2.1328719999473833e-05
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.00020891642855401315,
-   "min": 2.046900004058571e-05,
-   "max": 0.0003875457143911782,
+   "seconds": 0.00025937942858230854,
+   "min": -8.75934286049025e-05,
+   "max": 0.000645336857181584,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11607,28 +11607,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0026067499779856e-05,
-   "host_backward_canary_seconds": 1.7945715000564633e-05,
+   "host_canary_seconds": 1.1548844999538233e-05,
+   "host_backward_canary_seconds": 1.90448400007881e-05,
    "pass_seconds": [
-    0.00020891642855401315,
-    0.00022533985705714646,
-    0.0002063287142358864
+    0.00024026371430149344,
+    0.00026383485715086863,
+    0.00025937942858230854
    ],
    "pass_host_canary_seconds": [
-    1.0026067499779856e-05,
-    9.659544999749415e-06,
-    8.677087499791014e-06
+    1.1548844999538233e-05,
+    1.2216165000040747e-05,
+    8.740367500195134e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7945715000564633e-05,
-    1.5602350000563092e-05,
-    1.683400999979767e-05
+    1.90448400007881e-05,
+    2.359068000032494e-05,
+    2.1328719999473833e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 7.176180803623668e-06,
-   "min": 5.57059151771812e-06,
-   "max": 1.0261629464127151e-05,
+   "seconds": 9.513142856830217e-06,
+   "min": 5.348488839120234e-06,
+   "max": 1.2771276785577307e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11638,28 +11638,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.906860000228335e-06,
-   "host_backward_canary_seconds": 2.1485269999175217e-05,
+   "host_canary_seconds": 1.1761819999946965e-05,
+   "host_backward_canary_seconds": 2.5182169999879988e-05,
    "pass_seconds": [
-    7.176180803623668e-06,
-    9.501843749910271e-06,
-    5.7041763393986656e-06
+    9.513142856830217e-06,
+    9.344453124932833e-06,
+    1.1185165178570092e-05
    ],
    "pass_host_canary_seconds": [
-    9.906860000228335e-06,
-    9.874350000131927e-06,
-    7.154154999966522e-06
+    1.1761819999946965e-05,
+    1.1623825000128817e-05,
+    1.0964914999931351e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1485269999175217e-05,
-    1.9401309999693693e-05,
-    1.616080000076181e-05
+    2.5182169999879988e-05,
+    2.42139399995267e-05,
+    2.085874000044896e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.0007062095714250713,
-   "min": 0.0003081341429346399,
-   "max": 0.0011181542857424834,
+   "seconds": 0.0008541359999623767,
+   "min": 0.0004329002857080663,
+   "max": 0.0012681642856315583,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11669,28 +11669,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.906860000228335e-06,
-   "host_backward_canary_seconds": 2.1485269999175217e-05,
+   "host_canary_seconds": 1.1761819999946965e-05,
+   "host_backward_canary_seconds": 2.5182169999879988e-05,
    "pass_seconds": [
-    0.0007852558570838093,
-    0.0007062095714250713,
-    0.000599929142854957
+    0.0008541359999623767,
+    0.0008070569999907613,
+    0.0008689217142676041
    ],
    "pass_host_canary_seconds": [
-    9.906860000228335e-06,
-    9.874350000131927e-06,
-    7.154154999966522e-06
+    1.1761819999946965e-05,
+    1.1623825000128817e-05,
+    1.0964914999931351e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1485269999175217e-05,
-    1.9401309999693693e-05,
-    1.616080000076181e-05
+    2.5182169999879988e-05,
+    2.42139399995267e-05,
+    2.085874000044896e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 4.3892450893169765e-05,
-   "min": 2.8239763392993007e-05,
-   "max": 4.629122544663744e-05,
+   "seconds": 4.61717366069893e-05,
+   "min": 3.6982470981986436e-05,
+   "max": 5.086743526813312e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11700,28 +11700,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0799844999951347e-05,
-   "host_backward_canary_seconds": 2.230803999964337e-05,
+   "host_canary_seconds": 1.1609565000298971e-05,
+   "host_backward_canary_seconds": 2.1920689999888054e-05,
    "pass_seconds": [
-    4.3892450893169765e-05,
-    4.405945758938807e-05,
-    3.0215412946534214e-05
+    4.61717366069893e-05,
+    4.73455156250984e-05,
+    4.386241071431739e-05
    ],
    "pass_host_canary_seconds": [
-    1.0799844999951347e-05,
-    1.0678380000399557e-05,
-    7.103662500185238e-06
+    1.1609565000298971e-05,
+    1.1797855000281743e-05,
+    1.0824450000086471e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.230803999964337e-05,
-    2.081032999967647e-05,
-    1.742894500011971e-05
+    2.1920689999888054e-05,
+    2.5752669999974385e-05,
+    2.296567000030336e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.00040425671433500345,
-   "min": -2.690685716645819e-05,
-   "max": 0.0006542110000964385,
+   "seconds": 0.0004981854286013132,
+   "min": 0.00029324057142535555,
+   "max": 0.0014338768571958227,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11731,28 +11731,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0799844999951347e-05,
-   "host_backward_canary_seconds": 2.230803999964337e-05,
+   "host_canary_seconds": 1.1609565000298971e-05,
+   "host_backward_canary_seconds": 2.1920689999888054e-05,
    "pass_seconds": [
-    0.00046267199996106794,
-    0.00040425671433500345,
-    0.00023043114289781176
+    0.0004981854286013132,
+    0.0005387478570842825,
+    0.0004955088571055705
    ],
    "pass_host_canary_seconds": [
-    1.0799844999951347e-05,
-    1.0678380000399557e-05,
-    7.103662500185238e-06
+    1.1609565000298971e-05,
+    1.1797855000281743e-05,
+    1.0824450000086471e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.230803999964337e-05,
-    2.081032999967647e-05,
-    1.742894500011971e-05
+    2.1920689999888054e-05,
+    2.5752669999974385e-05,
+    2.296567000030336e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 4.1802435267714243e-05,
-   "min": 2.960359821407061e-05,
-   "max": 4.5246194196530655e-05,
+   "seconds": 4.8355517857042886e-05,
+   "min": 3.1684578125127215e-05,
+   "max": 5.489353571443344e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11762,28 +11762,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0575619999713126e-05,
-   "host_backward_canary_seconds": 2.155317999950057e-05,
+   "host_canary_seconds": 8.36241499996504e-06,
+   "host_backward_canary_seconds": 2.3576209999873755e-05,
    "pass_seconds": [
-    4.355158258917413e-05,
-    4.1802435267714243e-05,
-    3.124327901790228e-05
+    3.5471404017733175e-05,
+    4.8355517857042886e-05,
+    5.230580357158081e-05
    ],
    "pass_host_canary_seconds": [
-    1.0575619999713126e-05,
-    1.020605999997315e-05,
-    7.066739999572746e-06
+    8.36241499996504e-06,
+    1.159912999980861e-05,
+    1.2057800000206952e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.155317999950057e-05,
-    2.1433770000385267e-05,
-    1.7361290000508235e-05
+    2.3576209999873755e-05,
+    2.4176389999865932e-05,
+    2.3768869999685195e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.0007885998571574809,
-   "min": -9.25857142907e-05,
-   "max": 0.0011667599999814877,
+   "seconds": 0.0008770955714193667,
+   "min": -0.0002404578570544152,
+   "max": 0.0020217371429680497,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11793,28 +11793,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0575619999713126e-05,
-   "host_backward_canary_seconds": 2.155317999950057e-05,
+   "host_canary_seconds": 8.36241499996504e-06,
+   "host_backward_canary_seconds": 2.3576209999873755e-05,
    "pass_seconds": [
-    0.0008251700000982964,
-    0.0007885998571574809,
-    0.000672093285808322
+    0.0008770955714193667,
+    0.0009177807141895755,
+    0.0008669404286203125
    ],
    "pass_host_canary_seconds": [
-    1.0575619999713126e-05,
-    1.020605999997315e-05,
-    7.066739999572746e-06
+    8.36241499996504e-06,
+    1.159912999980861e-05,
+    1.2057800000206952e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.155317999950057e-05,
-    2.1433770000385267e-05,
-    1.7361290000508235e-05
+    2.3576209999873755e-05,
+    2.4176389999865932e-05,
+    2.3768869999685195e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 1.5580223214430231e-06,
-   "min": 1.3962544644284338e-06,
-   "max": 2.967127232165824e-06,
+   "seconds": 1.854147321519609e-06,
+   "min": 1.541950892810665e-06,
+   "max": 3.1058705357419773e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11824,28 +11824,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0744720000275266e-05,
-   "host_backward_canary_seconds": 1.999353999963205e-05,
+   "host_canary_seconds": 1.0063760000207366e-05,
+   "host_backward_canary_seconds": 2.366525999946134e-05,
    "pass_seconds": [
-    2.6679642855599795e-06,
-    1.5580223214430231e-06,
-    1.527810267631935e-06
+    1.854147321519609e-06,
+    1.7258191965043222e-06,
+    2.8908169643468033e-06
    ],
    "pass_host_canary_seconds": [
-    1.0744720000275266e-05,
-    8.61439999994218e-06,
-    7.4028249997581955e-06
+    1.0063760000207366e-05,
+    8.060684999691148e-06,
+    1.2404455000023517e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.999353999963205e-05,
-    2.5265530000524448e-05,
-    1.5810900000587934e-05
+    2.366525999946134e-05,
+    2.4159550000604214e-05,
+    2.4203250000027765e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 7.44637142296207e-05,
-   "min": 4.022214284304937e-05,
-   "max": 0.0002952069999245006,
+   "seconds": 0.000103538285803292,
+   "min": 5.025271426412863e-05,
+   "max": 0.0003020975714857091,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11855,28 +11855,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0744720000275266e-05,
-   "host_backward_canary_seconds": 1.999353999963205e-05,
+   "host_canary_seconds": 1.0063760000207366e-05,
+   "host_backward_canary_seconds": 2.366525999946134e-05,
    "pass_seconds": [
-    0.00014769842854483222,
-    7.44637142296207e-05,
-    7.388814287878631e-05
+    0.000103538285803292,
+    6.221928570734496e-05,
+    0.0001831245715168604
    ],
    "pass_host_canary_seconds": [
-    1.0744720000275266e-05,
-    8.61439999994218e-06,
-    7.4028249997581955e-06
+    1.0063760000207366e-05,
+    8.060684999691148e-06,
+    1.2404455000023517e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.999353999963205e-05,
-    2.5265530000524448e-05,
-    1.5810900000587934e-05
+    2.366525999946134e-05,
+    2.4159550000604214e-05,
+    2.4203250000027765e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 3.5228035713938003e-06,
-   "min": 1.920816964024701e-06,
-   "max": 4.459337053524288e-06,
+   "seconds": 3.940651785581752e-06,
+   "min": 2.3763236607672004e-06,
+   "max": 4.673008928638264e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11886,28 +11886,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0839755000233708e-05,
-   "host_backward_canary_seconds": 2.1813490000113235e-05,
+   "host_canary_seconds": 8.480664999979127e-06,
+   "host_backward_canary_seconds": 2.3673120000466952e-05,
    "pass_seconds": [
-    4.187808035587588e-06,
-    3.5228035713938003e-06,
-    2.401491071525795e-06
+    2.6729062501118506e-06,
+    3.940651785581752e-06,
+    4.224069196264882e-06
    ],
    "pass_host_canary_seconds": [
-    1.0839755000233708e-05,
-    9.073255000089376e-06,
-    7.293859999890628e-06
+    8.480664999979127e-06,
+    1.1414945000183252e-05,
+    1.2221150000186753e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1813490000113235e-05,
-    1.7798220000031506e-05,
-    1.8196749999788152e-05
+    2.3673120000466952e-05,
+    2.4240309999186137e-05,
+    2.3728129999653902e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.0005817132857178617,
-   "min": 0.00041056100003191077,
-   "max": 0.0007071957143775112,
+   "seconds": 0.0005841321429248378,
+   "min": 0.0003992108571862575,
+   "max": 0.0008232280000096839,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11917,28 +11917,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0839755000233708e-05,
-   "host_backward_canary_seconds": 2.1813490000113235e-05,
+   "host_canary_seconds": 8.480664999979127e-06,
+   "host_backward_canary_seconds": 2.3673120000466952e-05,
    "pass_seconds": [
-    0.0005999477143794657,
-    0.0005817132857178617,
-    0.0005191545714231843
+    0.0005700340000203141,
+    0.0005841321429248378,
+    0.0006712400000878915
    ],
    "pass_host_canary_seconds": [
-    1.0839755000233708e-05,
-    9.073255000089376e-06,
-    7.293859999890628e-06
+    8.480664999979127e-06,
+    1.1414945000183252e-05,
+    1.2221150000186753e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1813490000113235e-05,
-    1.7798220000031506e-05,
-    1.8196749999788152e-05
+    2.3673120000466952e-05,
+    2.4240309999186137e-05,
+    2.3728129999653902e-05
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.2780756696275017e-05,
-   "min": 7.2779799106724245e-06,
-   "max": 1.4459511160731203e-05,
+   "seconds": 1.530059598207702e-05,
+   "min": 1.2828928571652551e-05,
+   "max": 1.7080975446504e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11948,28 +11948,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1002199999836649e-05,
-   "host_backward_canary_seconds": 1.8289704999574494e-05,
+   "host_canary_seconds": 1.2432152500139182e-05,
+   "host_backward_canary_seconds": 2.3006564999263903e-05,
    "pass_seconds": [
-    1.4025767857108104e-05,
-    1.2780756696275017e-05,
-    1.1614058035799449e-05
+    1.672489732129634e-05,
+    1.530059598207702e-05,
+    1.5273549106861344e-05
    ],
    "pass_host_canary_seconds": [
-    1.1002199999836649e-05,
-    9.716280000020562e-06,
-    8.630257500215067e-06
+    1.2432152500139182e-05,
+    1.1456944999963525e-05,
+    1.2510960000327031e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8289704999574494e-05,
-    1.626111000007313e-05,
-    1.572073999966506e-05
+    2.3006564999263903e-05,
+    2.3847420000038255e-05,
+    1.961473000051228e-05
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.0004124554285291586,
-   "min": 0.00021191157142246605,
-   "max": 0.000710121857131136,
+   "seconds": 0.0005688024286070817,
+   "min": 0.0004656468570861502,
+   "max": 0.0007718301428667473,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11979,28 +11979,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1002199999836649e-05,
-   "host_backward_canary_seconds": 1.8289704999574494e-05,
+   "host_canary_seconds": 1.2432152500139182e-05,
+   "host_backward_canary_seconds": 2.3006564999263903e-05,
    "pass_seconds": [
-    0.000568534571503473,
-    0.0004124554285291586,
-    0.0003152542857703468
+    0.0005688024286070817,
+    0.0005838661428957234,
+    0.0005391888572116191
    ],
    "pass_host_canary_seconds": [
-    1.1002199999836649e-05,
-    9.716280000020562e-06,
-    8.630257500215067e-06
+    1.2432152500139182e-05,
+    1.1456944999963525e-05,
+    1.2510960000327031e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8289704999574494e-05,
-    1.626111000007313e-05,
-    1.572073999966506e-05
+    2.3006564999263903e-05,
+    2.3847420000038255e-05,
+    1.961473000051228e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 1.6071140624772185e-05,
-   "min": 8.133575892799172e-06,
-   "max": 1.7604357142835575e-05,
+   "seconds": 1.843148660718441e-05,
+   "min": 1.0031651785829304e-05,
+   "max": 2.942372321435016e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -12010,28 +12010,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.067164000005505e-05,
-   "host_backward_canary_seconds": 2.1092030000318118e-05,
+   "host_canary_seconds": 1.1758454999721834e-05,
+   "host_backward_canary_seconds": 2.5183689999721536e-05,
    "pass_seconds": [
-    1.626526116079877e-05,
-    1.6071140624772185e-05,
-    9.759843750194769e-06
+    1.774470758952873e-05,
+    1.8583977678383284e-05,
+    1.843148660718441e-05
    ],
    "pass_host_canary_seconds": [
-    1.067164000005505e-05,
-    9.709349999980077e-06,
-    7.098760000303628e-06
+    1.1758454999721834e-05,
+    1.0995780000371269e-05,
+    1.2378095000258327e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1092030000318118e-05,
-    2.063571000007869e-05,
-    1.763453999956255e-05
+    2.5183689999721536e-05,
+    2.3454920000176572e-05,
+    2.3735330000818066e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.0011152205714941893,
-   "min": 0.0007921851428948555,
-   "max": 0.0020401707141835296,
+   "seconds": 0.0011560015715303962,
+   "min": 0.00047924571424573514,
+   "max": 0.0016939782856785054,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -12041,28 +12041,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.067164000005505e-05,
-   "host_backward_canary_seconds": 2.1092030000318118e-05,
+   "host_canary_seconds": 1.1758454999721834e-05,
+   "host_backward_canary_seconds": 2.5183689999721536e-05,
    "pass_seconds": [
-    0.0011209969999624394,
-    0.0011152205714941893,
-    0.0008746634285898836
+    0.0011560015715303962,
+    0.0012360342857391515,
+    0.0010865922857387236
    ],
    "pass_host_canary_seconds": [
-    1.067164000005505e-05,
-    9.709349999980077e-06,
-    7.098760000303628e-06
+    1.1758454999721834e-05,
+    1.0995780000371269e-05,
+    1.2378095000258327e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1092030000318118e-05,
-    2.063571000007869e-05,
-    1.763453999956255e-05
+    2.5183689999721536e-05,
+    2.3454920000176572e-05,
+    2.3735330000818066e-05
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.00046908499996334285,
-   "min": 0.00044042100000751816,
-   "max": 0.0005527570000367632,
+   "seconds": 0.0005251560000942845,
+   "min": 0.000460134999912043,
+   "max": 0.0006231110000953777,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -12070,15 +12070,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0004719869999689763,
-    0.0004467669999712598,
-    0.00046908499996334285
+    0.0005721229999835487,
+    0.0004862959999627492,
+    0.0005251560000942845
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 8.031147767845985e-05,
-   "min": 6.431574330382059e-05,
-   "max": 0.0001118608950894741,
+   "seconds": 0.00010650835044628033,
+   "min": 7.621042410705619e-05,
+   "max": 0.00015504152455341518,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -12088,28 +12088,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0687314999699992e-05,
-   "host_backward_canary_seconds": 2.1821569999929126e-05,
+   "host_canary_seconds": 1.1418695000315893e-05,
+   "host_backward_canary_seconds": 2.45448500004386e-05,
    "pass_seconds": [
-    0.00010280810044628806,
-    7.08388705355897e-05,
-    8.031147767845985e-05
+    0.00010650835044628033,
+    8.800210044641281e-05,
+    0.00011289859821417281
    ],
    "pass_host_canary_seconds": [
-    1.0687314999699992e-05,
-    6.855380000274636e-06,
-    7.832769999822632e-06
+    1.1418695000315893e-05,
+    8.239570000228014e-06,
+    1.199461999988216e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1821569999929126e-05,
-    2.0260580000694973e-05,
-    1.6637029999628795e-05
+    2.45448500004386e-05,
+    2.459498000007443e-05,
+    2.3775519999844618e-05
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0004881721427279573,
-   "min": -0.0009929545714807576,
-   "max": 0.002754420428654417,
+   "seconds": 0.0006832554285795458,
+   "min": -0.0012419092857304092,
+   "max": 0.0033551177142336587,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -12119,28 +12119,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0687314999699992e-05,
-   "host_backward_canary_seconds": 2.1821569999929126e-05,
+   "host_canary_seconds": 1.1418695000315893e-05,
+   "host_backward_canary_seconds": 2.45448500004386e-05,
    "pass_seconds": [
-    0.0006298527142364818,
-    0.00033897428574748874,
-    0.0004881721427279573
+    0.0006832554285795458,
+    0.0004978825714130964,
+    0.0007976295715284975
    ],
    "pass_host_canary_seconds": [
-    1.0687314999699992e-05,
-    6.855380000274636e-06,
-    7.832769999822632e-06
+    1.1418695000315893e-05,
+    8.239570000228014e-06,
+    1.199461999988216e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1821569999929126e-05,
-    2.0260580000694973e-05,
-    1.6637029999628795e-05
+    2.45448500004386e-05,
+    2.459498000007443e-05,
+    2.3775519999844618e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 0.00010369110267863643,
-   "min": 6.592763616072464e-05,
-   "max": 0.00011346105803562117,
+   "seconds": 0.00011867255357118316,
+   "min": 7.273337276763365e-05,
+   "max": 0.00014405331919624991,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -12150,28 +12150,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.092626999991353e-05,
-   "host_backward_canary_seconds": 2.2793429999410363e-05,
+   "host_canary_seconds": 1.15854699998863e-05,
+   "host_backward_canary_seconds": 2.3254919999544653e-05,
    "pass_seconds": [
-    0.00010644275669642005,
-    0.00010369110267863643,
-    9.460861383914221e-05
+    0.00011498296205379534,
+    0.00012450150223232624,
+    0.00011867255357118316
    ],
    "pass_host_canary_seconds": [
-    1.092626999991353e-05,
-    1.061684500029969e-05,
-    9.907174999739255e-06
+    1.15854699998863e-05,
+    1.1903344999950604e-05,
+    1.1981930000501962e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2793429999410363e-05,
-    1.9653499999776614e-05,
-    1.734155000008286e-05
+    2.3254919999544653e-05,
+    2.479773999993995e-05,
+    2.3489620000418655e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.0008382118571067364,
-   "min": -0.001635086714275401,
-   "max": 0.0027072322857455743,
+   "seconds": 0.0011930082857166523,
+   "min": -0.0021204895714553064,
+   "max": 0.004898316142917533,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -12181,28 +12181,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.092626999991353e-05,
-   "host_backward_canary_seconds": 2.2793429999410363e-05,
+   "host_canary_seconds": 1.15854699998863e-05,
+   "host_backward_canary_seconds": 2.3254919999544653e-05,
    "pass_seconds": [
-    0.0010904819999950632,
-    0.0006982464285556489,
-    0.0008382118571067364
+    0.0011930082857166523,
+    0.0012435539999354917,
+    0.0009925088571338028
    ],
    "pass_host_canary_seconds": [
-    1.092626999991353e-05,
-    1.061684500029969e-05,
-    9.907174999739255e-06
+    1.15854699998863e-05,
+    1.1903344999950604e-05,
+    1.1981930000501962e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2793429999410363e-05,
-    1.9653499999776614e-05,
-    1.734155000008286e-05
+    2.3254919999544653e-05,
+    2.479773999993995e-05,
+    2.3489620000418655e-05
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.00041744999998627463,
-   "min": 0.00038531500001681707,
-   "max": 0.000542124000048716,
+   "seconds": 0.0006306590000804135,
+   "min": 0.0005106889999524356,
+   "max": 0.000980118999905244,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -12210,15 +12210,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0005040030000600382,
-    0.00041744999998627463,
-    0.0003886370000145689
+    0.0006306590000804135,
+    0.0008046409999451498,
+    0.0005521190000763454
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 4.4164732143160886e-06,
-   "min": 2.470408482224684e-06,
-   "max": 4.815926339369574e-06,
+   "seconds": 4.728361607015634e-06,
+   "min": 4.476486607174479e-06,
+   "max": 6.344658482149157e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -12228,28 +12228,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0389150000094104e-05,
-   "host_backward_canary_seconds": 2.125074999980825e-05,
+   "host_canary_seconds": 1.2096872500251266e-05,
+   "host_backward_canary_seconds": 2.359622000028594e-05,
    "pass_seconds": [
-    4.497613839201822e-06,
-    4.4164732143160886e-06,
-    2.5054218750446874e-06
+    4.69409151777305e-06,
+    5.708095982167752e-06,
+    4.728361607015634e-06
    ],
    "pass_host_canary_seconds": [
-    1.0389150000094104e-05,
-    1.0418447500057937e-05,
-    7.149964999939584e-06
+    1.2096872500251266e-05,
+    1.211795000017446e-05,
+    1.1536565000085376e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.125074999980825e-05,
-    2.0727765000287943e-05,
-    2.214558999980909e-05
+    2.359622000028594e-05,
+    2.4277934999759052e-05,
+    2.3369005000404285e-05
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.0001606794285667742,
-   "min": 9.163014288203288e-05,
-   "max": 0.00041975071430247875,
+   "seconds": 0.0002084584285577356,
+   "min": 0.0001460147142812015,
+   "max": 0.0006491088572277347,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -12259,28 +12259,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0389150000094104e-05,
-   "host_backward_canary_seconds": 2.125074999980825e-05,
+   "host_canary_seconds": 1.2096872500251266e-05,
+   "host_backward_canary_seconds": 2.359622000028594e-05,
    "pass_seconds": [
-    0.00023218671432394852,
-    0.0001606794285667742,
-    0.00013249728570891811
+    0.000208082857219389,
+    0.00038988014289641015,
+    0.0002084584285577356
    ],
    "pass_host_canary_seconds": [
-    1.0389150000094104e-05,
-    1.0418447500057937e-05,
-    7.149964999939584e-06
+    1.2096872500251266e-05,
+    1.211795000017446e-05,
+    1.1536565000085376e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.125074999980825e-05,
-    2.0727765000287943e-05,
-    2.214558999980909e-05
+    2.359622000028594e-05,
+    2.4277934999759052e-05,
+    2.3369005000404285e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 6.446254464315919e-06,
-   "min": 3.0982879464553596e-06,
-   "max": 7.724029017655962e-06,
+   "seconds": 6.235674107100765e-06,
+   "min": 3.8709508926513895e-06,
+   "max": 9.274441964635116e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -12290,28 +12290,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0785195000266867e-05,
-   "host_backward_canary_seconds": 2.1829609999031163e-05,
+   "host_canary_seconds": 1.1941410000417819e-05,
+   "host_backward_canary_seconds": 2.360929000019496e-05,
    "pass_seconds": [
-    6.480772321333055e-06,
-    6.446254464315919e-06,
-    3.5668013393624117e-06
+    6.235674107100765e-06,
+    7.465216518097252e-06,
+    4.565004464345586e-06
    ],
    "pass_host_canary_seconds": [
-    1.0785195000266867e-05,
-    1.0414734999812936e-05,
-    7.270625000046493e-06
+    1.1941410000417819e-05,
+    1.2609699999757141e-05,
+    9.047494999663286e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1829609999031163e-05,
-    1.7219810000597136e-05,
-    2.0853680000527673e-05
+    2.360929000019496e-05,
+    2.145086000041374e-05,
+    2.402224000093156e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.0006913067142672194,
-   "min": 0.0003597771429083098,
-   "max": 0.0008086429998976591,
+   "seconds": 0.0007503401428396371,
+   "min": 0.00039179514281581106,
+   "max": 0.001313977428578385,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -12321,28 +12321,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0785195000266867e-05,
-   "host_backward_canary_seconds": 2.1829609999031163e-05,
+   "host_canary_seconds": 1.1941410000417819e-05,
+   "host_backward_canary_seconds": 2.360929000019496e-05,
    "pass_seconds": [
-    0.0007213547142360507,
-    0.0006913067142672194,
-    0.000550346714313881
+    0.0007503401428396371,
+    0.0008335231429685207,
+    0.0006603208571992322
    ],
    "pass_host_canary_seconds": [
-    1.0785195000266867e-05,
-    1.0414734999812936e-05,
-    7.270625000046493e-06
+    1.1941410000417819e-05,
+    1.2609699999757141e-05,
+    9.047494999663286e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1829609999031163e-05,
-    1.7219810000597136e-05,
-    2.0853680000527673e-05
+    2.360929000019496e-05,
+    2.145086000041374e-05,
+    2.402224000093156e-05
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00021120000008068018,
-   "min": 0.00018030700005056133,
-   "max": 0.0002497500000799846,
+   "seconds": 0.00020744199991895584,
+   "min": 0.00018647599995347264,
+   "max": 0.00026141600005757937,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -12350,15 +12350,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00021120000008068018,
-    0.00023236399999859714,
-    0.0001847250000537315
+    0.0002464549999103838,
+    0.00019507900003645773,
+    0.00020744199991895584
    ]
   },
   "zero_grad_per_param": {
-   "seconds": 1.346433035414358e-06,
-   "min": 4.6064508931107996e-07,
-   "max": 1.4967522319965707e-06,
+   "seconds": 8.431964287426906e-07,
+   "min": 6.044799106977702e-07,
+   "max": 1.8850915180580939e-06,
    "samples": 33,
    "method": "optimizer.zero_grad(set_to_none=True) on 64 and 512 fp32 parameters holding gradients of 256 and 1048576 elements, the gradients set just before each call; (T(512) - T(64)) / 448; host clock around the call; median of 3 passes over the probe's run",
    "params": {
@@ -12372,28 +12372,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "alternating"
    },
-   "host_canary_seconds": 1.043568999989475e-05,
-   "host_backward_canary_seconds": 1.8014219999713533e-05,
+   "host_canary_seconds": 1.1571874999845022e-05,
+   "host_backward_canary_seconds": 2.126878500064322e-05,
    "pass_seconds": [
-    1.3524285714185323e-06,
-    1.346433035414358e-06,
-    5.773370535929903e-07
+    1.2788415182691487e-06,
+    7.33504464278667e-07,
+    8.431964287426906e-07
    ],
    "pass_host_canary_seconds": [
-    1.043568999989475e-05,
-    1.0437420000073415e-05,
-    7.261224999979277e-06
+    1.1571874999845022e-05,
+    8.588755000005221e-06,
+    8.961487499732358e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8014219999713533e-05,
-    1.9887429999698725e-05,
-    1.8349019999277516e-05
+    2.126878500064322e-05,
+    2.078744999948867e-05,
+    2.3494570000366367e-05
    ]
   },
   "zero_grad_per_step": {
-   "seconds": 4.729728578110683e-05,
-   "min": 1.2099571465893989e-05,
-   "max": 0.00011554571431458629,
+   "seconds": 2.2437428551061854e-05,
+   "min": -4.52448571520238e-05,
+   "max": 0.00014412057133280802,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -12407,28 +12407,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "alternating"
    },
-   "host_canary_seconds": 1.043568999989475e-05,
-   "host_backward_canary_seconds": 1.8014219999713533e-05,
+   "host_canary_seconds": 1.1571874999845022e-05,
+   "host_backward_canary_seconds": 2.126878500064322e-05,
    "pass_seconds": [
-    5.0424571538444844e-05,
-    4.729728578110683e-05,
-    1.7264571397390682e-05
+    4.130857145615405e-05,
+    2.0386714303250688e-05,
+    2.2437428551061854e-05
    ],
    "pass_host_canary_seconds": [
-    1.043568999989475e-05,
-    1.0437420000073415e-05,
-    7.261224999979277e-06
+    1.1571874999845022e-05,
+    8.588755000005221e-06,
+    8.961487499732358e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8014219999713533e-05,
-    1.9887429999698725e-05,
-    1.8349019999277516e-05
+    2.126878500064322e-05,
+    2.078744999948867e-05,
+    2.3494570000366367e-05
    ]
   },
   "zero_grad_cold_per_param": {
-   "seconds": 1.8940803571914394e-06,
-   "min": 1.2379620533766098e-06,
-   "max": 2.7906875000078505e-06,
+   "seconds": 2.0961406248838036e-06,
+   "min": 1.3852321430870721e-06,
+   "max": 2.6370446428407897e-06,
    "samples": 33,
    "method": "optimizer.zero_grad(set_to_none=True) on 64 and 512 fp32 parameters holding gradients of 256 and 1048576 elements, the CPU's caches flushed (a 64 MiB copy) before each call; (T(512) - T(64)) / 448; host clock around the call; median of 3 passes over the probe's run",
    "params": {
@@ -12442,28 +12442,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "alternating"
    },
-   "host_canary_seconds": 1.0873379999907228e-05,
-   "host_backward_canary_seconds": 1.8236570000453866e-05,
+   "host_canary_seconds": 1.1757759999682093e-05,
+   "host_backward_canary_seconds": 2.2826680000207487e-05,
    "pass_seconds": [
-    2.049968749925516e-06,
-    1.5298325892436942e-06,
-    1.8940803571914394e-06
+    2.0961406248838036e-06,
+    1.9606093749148712e-06,
+    2.099993303314055e-06
    ],
    "pass_host_canary_seconds": [
-    1.0873379999907228e-05,
-    9.396865000326215e-06,
-    9.358335000229089e-06
+    1.1757759999682093e-05,
+    8.960585000181708e-06,
+    1.071477499976936e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8236570000453866e-05,
-    2.1842380000407502e-05,
-    2.0731920000116588e-05
+    2.2826680000207487e-05,
+    2.4562160000414223e-05,
+    2.6058910000301692e-05
    ]
   },
   "zero_grad_cold_per_step": {
-   "seconds": 0.00028215685714323105,
-   "min": 0.00017840300004731295,
-   "max": 0.0004891531429101243,
+   "seconds": 0.00033572885711562,
+   "min": 0.00023693914283740014,
+   "max": 0.0004093500000083493,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -12477,28 +12477,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "alternating"
    },
-   "host_canary_seconds": 1.0873379999907228e-05,
-   "host_backward_canary_seconds": 1.8236570000453866e-05,
+   "host_canary_seconds": 1.1757759999682093e-05,
+   "host_backward_canary_seconds": 2.2826680000207487e-05,
    "pass_seconds": [
-    0.00034298342856280736,
-    0.00028215685714323105,
-    0.0002730417143084196
+    0.00035392242854673635,
+    0.0003326260000124291,
+    0.00033572885711562
    ],
    "pass_host_canary_seconds": [
-    1.0873379999907228e-05,
-    9.396865000326215e-06,
-    9.358335000229089e-06
+    1.1757759999682093e-05,
+    8.960585000181708e-06,
+    1.071477499976936e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8236570000453866e-05,
-    2.1842380000407502e-05,
-    2.0731920000116588e-05
+    2.2826680000207487e-05,
+    2.4562160000414223e-05,
+    2.6058910000301692e-05
    ]
   },
   "zero_grad_small_cold_per_param": {
-   "seconds": 2.3818750002188186e-06,
-   "min": 1.5569352676944196e-06,
-   "max": 3.0625066962386427e-06,
+   "seconds": 2.587350446400397e-06,
+   "min": 1.5584642856225628e-06,
+   "max": 3.20508258942555e-06,
    "samples": 33,
    "method": "optimizer.zero_grad(set_to_none=True) on 64 and 512 fp32 parameters holding gradients of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each call; (T(512) - T(64)) / 448; host clock around the call; median of 3 passes over the probe's run",
    "params": {
@@ -12511,28 +12511,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "one size"
    },
-   "host_canary_seconds": 1.0751254999945558e-05,
-   "host_backward_canary_seconds": 2.4393319999944652e-05,
+   "host_canary_seconds": 9.810034999873096e-06,
+   "host_backward_canary_seconds": 2.5424340000199662e-05,
    "pass_seconds": [
-    2.3818750002188186e-06,
-    2.4070647321699264e-06,
-    1.6350870536894848e-06
+    2.3510223213309345e-06,
+    2.587350446400397e-06,
+    2.66016517867586e-06
    ],
    "pass_host_canary_seconds": [
-    1.0751254999945558e-05,
-    1.0953254999890305e-05,
-    7.343865000279948e-06
+    9.810034999873096e-06,
+    1.178887500032033e-05,
+    1.1903695000228254e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.4393319999944652e-05,
-    2.3421089999828836e-05,
-    2.1930750000365153e-05
+    2.5424340000199662e-05,
+    2.5606960000459368e-05,
+    2.6309849999961443e-05
    ]
   },
   "zero_grad_small_cold_per_step": {
-   "seconds": 0.00029362785713666587,
-   "min": 0.00020429057144610852,
-   "max": 0.0005977809999616771,
+   "seconds": 0.000302311142848209,
+   "min": 0.00022227299989806073,
+   "max": 0.000429690571438966,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -12545,28 +12545,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "one size"
    },
-   "host_canary_seconds": 1.0751254999945558e-05,
-   "host_backward_canary_seconds": 2.4393319999944652e-05,
+   "host_canary_seconds": 9.810034999873096e-06,
+   "host_backward_canary_seconds": 2.5424340000199662e-05,
    "pass_seconds": [
-    0.0003163502857757651,
-    0.00029362785713666587,
-    0.00024536285713695955
+    0.00029449871421352976,
+    0.000302311142848209,
+    0.0003101024285894839
    ],
    "pass_host_canary_seconds": [
-    1.0751254999945558e-05,
-    1.0953254999890305e-05,
-    7.343865000279948e-06
+    9.810034999873096e-06,
+    1.178887500032033e-05,
+    1.1903695000228254e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.4393319999944652e-05,
-    2.3421089999828836e-05,
-    2.1930750000365153e-05
+    2.5424340000199662e-05,
+    2.5606960000459368e-05,
+    2.6309849999961443e-05
    ]
   },
   "zero_grad_large_cold_per_param": {
-   "seconds": 1.9355066963758612e-06,
-   "min": 1.2216205355234218e-06,
-   "max": 3.205035714159976e-06,
+   "seconds": 2.2600022320874913e-06,
+   "min": 1.418339286018977e-06,
+   "max": 2.973966517875023e-06,
    "samples": 33,
    "method": "optimizer.zero_grad(set_to_none=True) on 64 and 512 fp32 parameters holding gradients of 1048576 elements, the CPU's caches flushed (a 64 MiB copy) before each call; (T(512) - T(64)) / 448; host clock around the call; median of 3 passes over the probe's run",
    "params": {
@@ -12579,28 +12579,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "one size"
    },
-   "host_canary_seconds": 1.0269805000007181e-05,
-   "host_backward_canary_seconds": 2.1868860000040512e-05,
+   "host_canary_seconds": 1.065647500013256e-05,
+   "host_backward_canary_seconds": 2.420163000010689e-05,
    "pass_seconds": [
-    1.7207633928555715e-06,
-    2.258629464537064e-06,
-    1.9355066963758612e-06
+    2.2600022320874913e-06,
+    2.4357388393221006e-06,
+    1.567767857376826e-06
    ],
    "pass_host_canary_seconds": [
-    1.0269805000007181e-05,
-    1.0731675000101858e-05,
-    7.809845000110727e-06
+    1.065647500013256e-05,
+    1.1750154999958795e-05,
+    8.222844999750124e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1868860000040512e-05,
-    2.0435120000001916e-05,
-    2.30398599990167e-05
+    2.420163000010689e-05,
+    2.1868929999300234e-05,
+    2.4361270000099467e-05
    ]
   },
   "zero_grad_large_cold_per_step": {
-   "seconds": 0.0003177677142827763,
-   "min": 0.00017108642854119744,
-   "max": 0.00039862328576743627,
+   "seconds": 0.000314410714297862,
+   "min": 0.00021316314283532329,
+   "max": 0.00042024342857465466,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -12613,193 +12613,193 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "one size"
    },
-   "host_canary_seconds": 1.0269805000007181e-05,
-   "host_backward_canary_seconds": 2.1868860000040512e-05,
+   "host_canary_seconds": 1.065647500013256e-05,
+   "host_backward_canary_seconds": 2.420163000010689e-05,
    "pass_seconds": [
-    0.0003392467142962882,
-    0.0003177677142827763,
-    0.00026368685710817123
+    0.0003195488571431529,
+    0.0003086824285024445,
+    0.000314410714297862
    ],
    "pass_host_canary_seconds": [
-    1.0269805000007181e-05,
-    1.0731675000101858e-05,
-    7.809845000110727e-06
+    1.065647500013256e-05,
+    1.1750154999958795e-05,
+    8.222844999750124e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1868860000040512e-05,
-    2.0435120000001916e-05,
-    2.30398599990167e-05
+    2.420163000010689e-05,
+    2.1868929999300234e-05,
+    2.4361270000099467e-05
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 4.837332999954924e-06,
-   "min": 4.3973959999448195e-06,
-   "max": 1.0135679999962121e-05,
+   "seconds": 6.0756670000046145e-06,
+   "min": 5.538023000099202e-06,
+   "max": 9.198939000043538e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.113712000005762e-05,
-   "host_backward_canary_seconds": 2.1481989999756476e-05,
+   "host_canary_seconds": 8.178410000141412e-06,
+   "host_backward_canary_seconds": 2.5155409999797485e-05,
    "pass_seconds": [
-    8.653729000002386e-06,
-    4.488531999982115e-06,
-    4.837332999954924e-06
+    6.0756670000046145e-06,
+    8.981167999991157e-06,
+    5.65263699991192e-06
    ],
    "pass_host_canary_seconds": [
-    1.113712000005762e-05,
-    7.0281649996672965e-06,
-    1.0323234999987107e-05
+    8.178410000141412e-06,
+    1.1500892500180272e-05,
+    8.170625000047948e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1481989999756476e-05,
-    2.0446725000056176e-05,
-    2.2329619999936766e-05
+    2.5155409999797485e-05,
+    2.0882845000755878e-05,
+    2.093946000059077e-05
    ]
   },
   "cuda_event_record": {
-   "seconds": 6.556428999942909e-06,
-   "min": 6.332280000037827e-06,
-   "max": 1.2248826000018197e-05,
+   "seconds": 8.409226000026138e-06,
+   "min": 6.877187999975831e-06,
+   "max": 1.1876014999984363e-05,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0945749999962118e-05,
-   "host_backward_canary_seconds": 2.0131114999912826e-05,
+   "host_canary_seconds": 8.296002500003395e-06,
+   "host_backward_canary_seconds": 2.450387999999748e-05,
    "pass_seconds": [
-    1.1998697999956676e-05,
-    6.522226000015508e-06,
-    6.556428999942909e-06
+    8.409226000026138e-06,
+    1.1561958000015693e-05,
+    7.513215000017226e-06
    ],
    "pass_host_canary_seconds": [
-    1.0945749999962118e-05,
-    7.184014999666033e-06,
-    6.941190000020469e-06
+    8.296002500003395e-06,
+    1.1588497499985806e-05,
+    8.072737500128824e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0131114999912826e-05,
-    2.066388999992341e-05,
-    2.052373999958945e-05
+    2.450387999999748e-05,
+    2.4279765000301268e-05,
+    1.9650694999882037e-05
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 7.76956000095197e-07,
-   "min": 7.567400000425551e-07,
-   "max": 1.9201860000066516e-06,
+   "seconds": 1.03405599998041e-06,
+   "min": 9.113660000821255e-07,
+   "max": 1.8981620000886324e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0799144999964483e-05,
-   "host_backward_canary_seconds": 1.696389000017007e-05,
+   "host_canary_seconds": 7.838690000028236e-06,
+   "host_backward_canary_seconds": 2.1305004999589982e-05,
    "pass_seconds": [
-    1.8280670000194731e-06,
-    7.76956000095197e-07,
-    7.718750000549335e-07
+    9.782199999790465e-07,
+    1.8466860000216911e-06,
+    1.03405599998041e-06
    ],
    "pass_host_canary_seconds": [
-    1.0799144999964483e-05,
-    7.590505000223402e-06,
-    6.783652500246262e-06
+    7.838690000028236e-06,
+    1.1178579999864268e-05,
+    8.097314999986338e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.696389000017007e-05,
-    1.9640515000673985e-05,
-    2.0847474999641236e-05
+    2.1305004999589982e-05,
+    2.320076000046356e-05,
+    1.9076265000421697e-05
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.6619951999928164e-05,
-   "min": 1.3452330999939478e-05,
-   "max": 2.2994533999963098e-05,
+   "seconds": 1.9702576999975464e-05,
+   "min": 1.5948315000059664e-05,
+   "max": 2.478343000007044e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0643719999734458e-05,
-   "host_backward_canary_seconds": 1.9019310000203403e-05,
+   "host_canary_seconds": 8.16807000035169e-06,
+   "host_backward_canary_seconds": 2.1434450000015205e-05,
    "pass_seconds": [
-    2.2380088999966575e-05,
-    1.6619951999928164e-05,
-    1.3816107000025113e-05
+    1.9702576999975464e-05,
+    2.384189700001116e-05,
+    1.6759289999981775e-05
    ],
    "pass_host_canary_seconds": [
-    1.0643719999734458e-05,
-    8.91066750000391e-06,
-    7.026537500109952e-06
+    8.16807000035169e-06,
+    1.1713315000179137e-05,
+    8.110332499882133e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9019310000203403e-05,
-    2.0741944999826956e-05,
-    1.9137044999411047e-05
+    2.1434450000015205e-05,
+    2.4718239999401703e-05,
+    2.08811750002269e-05
    ]
   },
   "item_roundtrip": {
-   "seconds": 2.253574700000627e-05,
-   "min": 1.6854160999969282e-05,
-   "max": 2.4490640000067287e-05,
+   "seconds": 2.5198088000024654e-05,
+   "min": 1.8168835999972542e-05,
+   "max": 2.67398860000867e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0620005000419041e-05,
-   "host_backward_canary_seconds": 1.898090999929991e-05,
+   "host_canary_seconds": 1.0900375000062467e-05,
+   "host_backward_canary_seconds": 1.9567100000017487e-05,
    "pass_seconds": [
-    2.3799142000029862e-05,
-    2.253574700000627e-05,
-    1.968138999995972e-05
+    2.4087033999990125e-05,
+    2.5822498000025008e-05,
+    2.5198088000024654e-05
    ],
    "pass_host_canary_seconds": [
-    1.0620005000419041e-05,
-    1.014016499993886e-05,
-    9.27080500048305e-06
+    1.0900375000062467e-05,
+    1.1779349999869737e-05,
+    1.1603065000258538e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.898090999929991e-05,
-    2.1156340000061392e-05,
-    1.880426999946394e-05
+    1.9567100000017487e-05,
+    2.4645860000873655e-05,
+    2.1038700000417522e-05
    ]
   },
   "python_reference": {
-   "seconds": 0.0012572329999329668,
-   "min": 0.0008574539999699482,
-   "max": 0.0024373420000074475,
+   "seconds": 0.0019842640000433676,
+   "min": 0.000987322000014501,
+   "max": 0.002555615999995098,
    "samples": 90,
    "method": "python_reference_work(), 3 calls after each of the pass's 10 groups of figures (its moments over minutes), median; min: the fastest call, which roofsim relates to the exporter's fastest; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0620005000419041e-05,
-   "host_backward_canary_seconds": 1.898090999929991e-05,
+   "host_canary_seconds": 1.0900375000062467e-05,
+   "host_backward_canary_seconds": 1.9567100000017487e-05,
    "pass_seconds": [
-    0.0009951865000061844,
-    0.0012572329999329668,
-    0.0016160750000153712
+    0.0018928280000523046,
+    0.0020271149999757654,
+    0.0019842640000433676
    ],
    "pass_host_canary_seconds": [
-    1.0620005000419041e-05,
-    1.014016499993886e-05,
-    9.27080500048305e-06
+    1.0900375000062467e-05,
+    1.1779349999869737e-05,
+    1.1603065000258538e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.898090999929991e-05,
-    2.1156340000061392e-05,
-    1.880426999946394e-05
+    1.9567100000017487e-05,
+    2.4645860000873655e-05,
+    2.1038700000417522e-05
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 2.0828149914550884e-06,
-   "min": 1.9751242004394437e-06,
-   "max": 2.236849725799567e-06,
+   "seconds": 2.1654738168334962e-06,
+   "min": 2.0702997134399883e-06,
+   "max": 2.2248592323303234e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   },
   "optimizer_sgd_foreach_launches": {
-   "seconds": 0.0012744989999999997,
-   "min": 0.0011082849999999999,
-   "max": 0.001907695,
+   "seconds": 0.0023162000000000005,
+   "min": 0.002095645,
+   "max": 0.0031155969999999995,
    "samples": 9,
    "method": "optimizer.step() (foreach) on 512 fp32 parameters of 256 elements, 9 steps each between two synchronizes, under torch.profiler: per torch._foreach_* op that launches kernels, in order, the median fraction of the step's host time (its Optimizer.step# range) before its first kernel launch (cudaLaunchKernel); seconds: the profiled step's host time",
    "ops": [
     {
      "op": "aten::_foreach_mul_",
-     "fraction": 0.5275279629520906
+     "fraction": 0.5692100727034326
     },
     {
      "op": "aten::_foreach_add_",
-     "fraction": 0.6619816684090829
+     "fraction": 0.6848224439655274
     },
     {
      "op": "aten::_foreach_add_",
-     "fraction": 0.8318024216158587
+     "fraction": 0.8253402087007053
     }
    ],
    "params": {
@@ -12808,27 +12808,27 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_wd_foreach_launches": {
-   "seconds": 0.005020349999999999,
-   "min": 0.003390765000000003,
-   "max": 0.006314047000000001,
+   "seconds": 0.007523537000000004,
+   "min": 0.007299977,
+   "max": 0.010686880000000001,
    "samples": 9,
    "method": "optimizer.step() (foreach) on 512 fp32 parameters of 256 elements, 9 steps each between two synchronizes, under torch.profiler: per torch._foreach_* op that launches kernels, in order, the median fraction of the step's host time (its Optimizer.step# range) before its first kernel launch (cudaLaunchKernel); seconds: the profiled step's host time",
    "ops": [
     {
      "op": "aten::_foreach_add",
-     "fraction": 0.7053171432393419
+     "fraction": 0.7196731983816697
     },
     {
      "op": "aten::_foreach_mul_",
-     "fraction": 0.7833836487332865
+     "fraction": 0.7883778600410956
     },
     {
      "op": "aten::_foreach_add_",
-     "fraction": 0.8210172614999943
+     "fraction": 0.8237933833514742
     },
     {
      "op": "aten::_foreach_add_",
-     "fraction": 0.9427555749141758
+     "fraction": 0.9418481761163965
     }
    ],
    "params": {
@@ -12837,43 +12837,43 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_launches": {
-   "seconds": 0.009486437999999995,
-   "min": 0.007755585999999996,
-   "max": 0.012305966,
+   "seconds": 0.010087193,
+   "min": 0.009199133000000002,
+   "max": 0.012859224,
    "samples": 9,
    "method": "optimizer.step() (foreach) on 512 fp32 parameters of 256 elements, 9 steps each between two synchronizes, under torch.profiler: per torch._foreach_* op that launches kernels, in order, the median fraction of the step's host time (its Optimizer.step# range) before its first kernel launch (cudaLaunchKernel); seconds: the profiled step's host time",
    "ops": [
     {
      "op": "aten::_foreach_mul_",
-     "fraction": 0.2533806682761216
+     "fraction": 0.25379056808395
     },
     {
      "op": "aten::_foreach_lerp_",
-     "fraction": 0.2797332360154578
+     "fraction": 0.281552369950923
     },
     {
      "op": "aten::_foreach_mul_",
-     "fraction": 0.3033078379893489
+     "fraction": 0.30457222264440514
     },
     {
      "op": "aten::_foreach_addcmul_",
-     "fraction": 0.3273201174139335
+     "fraction": 0.32748496475900185
     },
     {
      "op": "aten::_foreach_sqrt",
-     "fraction": 0.8504570462308436
+     "fraction": 0.8456424099966814
     },
     {
      "op": "aten::_foreach_div_",
-     "fraction": 0.8885980778122727
+     "fraction": 0.884893518758633
     },
     {
      "op": "aten::_foreach_add_",
-     "fraction": 0.9032015828327613
+     "fraction": 0.9005163701498334
     },
     {
      "op": "aten::_foreach_addcdiv_",
-     "fraction": 0.9438267838455205
+     "fraction": 0.9415935632440066
     }
    ],
    "params": {
@@ -12902,15 +12902,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.564695000000004e-05,
-    "min": 7.537540000000003e-05,
-    "max": 7.583579999999993e-05,
+    "seconds": 7.599424999999991e-05,
+    "min": 7.583890000000001e-05,
+    "max": 7.63733999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010478915000000004,
-    "min": 0.00010472540000000013,
-    "max": 0.00010500069999999978,
+    "seconds": 0.00010481165000000004,
+    "min": 0.00010439860000000018,
+    "max": 0.00010494230000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12934,15 +12934,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.067084999999994e-05,
-    "min": 9.049259999999997e-05,
-    "max": 9.102630000000004e-05,
+    "seconds": 9.077969999999999e-05,
+    "min": 9.044689999999994e-05,
+    "max": 9.134899999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.479605e-05,
-    "min": 9.464350000000008e-05,
-    "max": 9.527720000000002e-05,
+    "seconds": 9.487364999999996e-05,
+    "min": 9.473110000000006e-05,
+    "max": 9.532310000000011e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12966,15 +12966,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017612189999999993,
-    "min": 0.0001759744,
-    "max": 0.00017662279999999998,
+    "seconds": 0.00017640454999999998,
+    "min": 0.00017633700000000002,
+    "max": 0.00017667489999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004421172000000001,
-    "min": 0.0004414769,
-    "max": 0.00044229100000000015,
+    "seconds": 0.0004421643500000001,
+    "min": 0.0004418145999999999,
+    "max": 0.00044269970000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12998,15 +12998,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002832175999999998,
-    "min": 0.00028227569999999993,
-    "max": 0.0002838398,
+    "seconds": 0.00028326459999999986,
+    "min": 0.0002826510999999999,
+    "max": 0.00028431400000000025,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005418909,
-    "min": 0.0005414380000000001,
-    "max": 0.0005422224999999999,
+    "seconds": 0.0005405710499999999,
+    "min": 0.0005400153,
+    "max": 0.0005415924000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13030,15 +13030,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006877595999999999,
-    "min": 0.0006873483999999999,
-    "max": 0.0006886600000000002,
+    "seconds": 0.0006876319,
+    "min": 0.0006871049999999998,
+    "max": 0.0006889194,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017322146,
-    "min": 0.0017307652000000003,
-    "max": 0.0017331224999999999,
+    "seconds": 0.0017292581,
+    "min": 0.001728182,
+    "max": 0.0017304506000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13062,15 +13062,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00113953165,
-    "min": 0.0011375277000000006,
-    "max": 0.0011402364000000003,
+    "seconds": 0.0011395929499999997,
+    "min": 0.0011388622000000005,
+    "max": 0.0011412566,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0021111271499999994,
-    "min": 0.0021103683,
-    "max": 0.0021114595999999998,
+    "seconds": 0.002111671,
+    "min": 0.0021091821000000003,
+    "max": 0.0021124977000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13094,15 +13094,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.459355e-05,
-    "min": 3.4502199999999996e-05,
-    "max": 3.5298899999999934e-05,
+    "seconds": 3.461699999999997e-05,
+    "min": 3.448319999999985e-05,
+    "max": 3.501719999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.774525000000002e-05,
-    "min": 9.755259999999994e-05,
-    "max": 9.834279999999999e-05,
+    "seconds": 9.764989999999997e-05,
+    "min": 9.73518e-05,
+    "max": 9.79893e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13126,15 +13126,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8196899999999965e-05,
-    "min": 4.814059999999999e-05,
-    "max": 4.935899999999998e-05,
+    "seconds": 4.8308199999999945e-05,
+    "min": 4.824290000000003e-05,
+    "max": 4.9538399999999844e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.179300000000001e-05,
-    "min": 7.17786e-05,
-    "max": 7.285089999999996e-05,
+    "seconds": 7.168520000000006e-05,
+    "min": 7.155440000000001e-05,
+    "max": 7.303900000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13158,15 +13158,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017531684999999998,
-    "min": 0.00017504979999999993,
-    "max": 0.00017546529999999994,
+    "seconds": 0.00017537545,
+    "min": 0.00017507909999999998,
+    "max": 0.0001758089999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00043753225,
-    "min": 0.0004370184,
-    "max": 0.00043803289999999996,
+    "seconds": 0.0004362671000000001,
+    "min": 0.0004360894,
+    "max": 0.00043658759999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13190,15 +13190,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00031930605,
-    "min": 0.0003184912000000001,
-    "max": 0.00031975950000000003,
+    "seconds": 0.0003189012000000001,
+    "min": 0.00031818080000000005,
+    "max": 0.00032017709999999987,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00060456875,
-    "min": 0.0006039250999999999,
-    "max": 0.0006049448000000001,
+    "seconds": 0.00060472625,
+    "min": 0.0006036748,
+    "max": 0.0006058620999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13222,15 +13222,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.120744999999999e-05,
-    "min": 5.093789999999999e-05,
-    "max": 5.128040000000007e-05,
+    "seconds": 5.129054999999995e-05,
+    "min": 5.113199999999998e-05,
+    "max": 5.141680000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012072529999999996,
-    "min": 0.00012038399999999996,
-    "max": 0.00012104910000000009,
+    "seconds": 0.00012059209999999997,
+    "min": 0.00012049510000000001,
+    "max": 0.00012099369999999986,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13254,15 +13254,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.779220000000002e-05,
-    "min": 6.717760000000008e-05,
-    "max": 7.032050000000008e-05,
+    "seconds": 6.824599999999996e-05,
+    "min": 6.791630000000016e-05,
+    "max": 6.965380000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001303341,
-    "min": 0.00013022110000000006,
-    "max": 0.00013148649999999992,
+    "seconds": 0.00012946104999999998,
+    "min": 0.0001289779,
+    "max": 0.00013010429999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13286,15 +13286,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019903860000000006,
-    "min": 0.00019876710000000012,
-    "max": 0.00019919240000000003,
+    "seconds": 0.00019920059999999995,
+    "min": 0.00019889990000000014,
+    "max": 0.00019959319999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046655689999999995,
-    "min": 0.00046628529999999987,
-    "max": 0.00046702939999999986,
+    "seconds": 0.00046694864999999997,
+    "min": 0.0004663759000000001,
+    "max": 0.0004675199,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13318,15 +13318,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003773876500000001,
-    "min": 0.0003767642,
-    "max": 0.0003779177999999999,
+    "seconds": 0.00037733799999999996,
+    "min": 0.0003761666999999996,
+    "max": 0.0003784237999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006140959,
-    "min": 0.0006126808,
-    "max": 0.0006148512999999999,
+    "seconds": 0.0006151543,
+    "min": 0.0006142996999999998,
+    "max": 0.0006155658,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13350,15 +13350,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.920130000000001e-05,
-    "min": 7.905850000000001e-05,
-    "max": 7.935630000000009e-05,
+    "seconds": 7.993844999999998e-05,
+    "min": 7.967000000000003e-05,
+    "max": 8.010080000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014235974999999998,
-    "min": 0.00014189390000000007,
-    "max": 0.00014253079999999998,
+    "seconds": 0.00014238250000000004,
+    "min": 0.00014211920000000003,
+    "max": 0.00014264480000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13382,15 +13382,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012209540000000002,
-    "min": 0.00012207009999999998,
-    "max": 0.00012246590000000002,
+    "seconds": 0.00012223960000000002,
+    "min": 0.00012203739999999997,
+    "max": 0.00012230550000000013,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016743284999999998,
-    "min": 0.00016700879999999996,
-    "max": 0.00016754389999999996,
+    "seconds": 0.00016888999999999996,
+    "min": 0.00016817640000000005,
+    "max": 0.00016938089999999983,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13414,15 +13414,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003063992,
-    "min": 0.00030621939999999996,
-    "max": 0.0003066252999999999,
+    "seconds": 0.00030685430000000006,
+    "min": 0.00030656309999999986,
+    "max": 0.00030776260000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00055217485,
-    "min": 0.0005515705,
-    "max": 0.0005528515,
+    "seconds": 0.0005525630500000001,
+    "min": 0.0005522355999999999,
+    "max": 0.0005529475000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13446,15 +13446,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004688006,
-    "min": 0.00046814440000000034,
-    "max": 0.0004690885999999998,
+    "seconds": 0.00046879185000000016,
+    "min": 0.00046873919999999977,
+    "max": 0.0004688636999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006554719999999998,
-    "min": 0.0006552217999999998,
-    "max": 0.0006557512000000002,
+    "seconds": 0.0006565694,
+    "min": 0.0006561259999999998,
+    "max": 0.0006567639,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13478,15 +13478,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.385649999999997e-06,
-    "min": 9.369499999999994e-06,
-    "max": 9.468799999999988e-06,
+    "seconds": 9.446299999999998e-06,
+    "min": 9.404600000000073e-06,
+    "max": 9.520000000000005e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.4702299999999973e-05,
-    "min": 1.467499999999991e-05,
-    "max": 1.485759999999998e-05,
+    "seconds": 1.4700550000000011e-05,
+    "min": 1.4674800000000072e-05,
+    "max": 1.4883200000000078e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13510,15 +13510,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.128154999999996e-05,
-    "min": 2.1219000000000018e-05,
-    "max": 2.1395499999999914e-05,
+    "seconds": 2.1295299999999986e-05,
+    "min": 2.1273500000000056e-05,
+    "max": 2.1423500000000036e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0622500000000025e-05,
-    "min": 2.0588899999999955e-05,
-    "max": 2.0748800000000007e-05,
+    "seconds": 2.060604999999997e-05,
+    "min": 2.0591799999999853e-05,
+    "max": 2.070070000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13542,15 +13542,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.0903850000000016e-05,
-    "min": 5.076780000000012e-05,
-    "max": 5.1123200000000046e-05,
+    "seconds": 5.129719999999999e-05,
+    "min": 5.105890000000001e-05,
+    "max": 5.1426299999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012312225,
-    "min": 0.00012290090000000007,
-    "max": 0.00012321670000000002,
+    "seconds": 0.0001230043,
+    "min": 0.00012263839999999997,
+    "max": 0.00012309570000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13574,15 +13574,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.85994e-05,
-    "min": 7.762199999999993e-05,
-    "max": 8.044520000000007e-05,
+    "seconds": 7.845274999999992e-05,
+    "min": 7.763379999999989e-05,
+    "max": 8.163150000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001508648,
-    "min": 0.00015061370000000015,
-    "max": 0.0001513978,
+    "seconds": 0.00015073869999999995,
+    "min": 0.0001503669,
+    "max": 0.00015117850000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13606,15 +13606,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3204550000000019e-05,
-    "min": 1.3091200000000025e-05,
-    "max": 1.3766399999999964e-05,
+    "seconds": 1.3241450000000015e-05,
+    "min": 1.318680000000004e-05,
+    "max": 1.3865699999999981e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.332119999999999e-05,
-    "min": 3.295360000000007e-05,
-    "max": 3.3506899999999955e-05,
+    "seconds": 3.354379999999996e-05,
+    "min": 3.317380000000005e-05,
+    "max": 3.383309999999985e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13638,15 +13638,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7023950000000075e-05,
-    "min": 2.7004500000000005e-05,
-    "max": 2.738869999999995e-05,
+    "seconds": 2.718659999999992e-05,
+    "min": 2.7120100000000093e-05,
+    "max": 2.753560000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7204700000000007e-05,
-    "min": 2.714549999999994e-05,
-    "max": 2.751960000000004e-05,
+    "seconds": 2.7621949999999997e-05,
+    "min": 2.7583499999999957e-05,
+    "max": 2.7887500000000048e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13670,15 +13670,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.966709999999999e-05,
-    "min": 7.934950000000004e-05,
-    "max": 7.99327000000001e-05,
+    "seconds": 8.024520000000002e-05,
+    "min": 7.986059999999999e-05,
+    "max": 8.043699999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014719555000000005,
-    "min": 0.00014694330000000004,
-    "max": 0.0001475090000000001,
+    "seconds": 0.00014755299999999997,
+    "min": 0.00014718219999999995,
+    "max": 0.00014776689999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13702,15 +13702,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013764874999999994,
-    "min": 0.00013755049999999994,
-    "max": 0.0001380186000000001,
+    "seconds": 0.0001377265,
+    "min": 0.00013766510000000007,
+    "max": 0.000138383,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019667740000000006,
-    "min": 0.00019623059999999997,
-    "max": 0.0001971025000000001,
+    "seconds": 0.00019681575000000002,
+    "min": 0.00019657339999999994,
+    "max": 0.0001971656999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13734,15 +13734,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.45857e-05,
-    "min": 3.455079999999998e-05,
-    "max": 3.471359999999999e-05,
+    "seconds": 3.4513199999999946e-05,
+    "min": 3.440270000000001e-05,
+    "max": 3.476469999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.8878050000000005e-05,
-    "min": 5.865600000000003e-05,
-    "max": 5.952000000000007e-05,
+    "seconds": 5.912544999999995e-05,
+    "min": 5.9023500000000015e-05,
+    "max": 5.9208900000000015e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13766,15 +13766,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.4856000000000067e-05,
-    "min": 4.4698099999999876e-05,
-    "max": 4.536300000000015e-05,
+    "seconds": 4.493245000000004e-05,
+    "min": 4.4659100000000014e-05,
+    "max": 4.534679999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.161239999999995e-05,
-    "min": 5.1110100000000024e-05,
-    "max": 5.289560000000009e-05,
+    "seconds": 5.1517599999999976e-05,
+    "min": 5.1215299999999936e-05,
+    "max": 5.251460000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13798,15 +13798,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015224685000000002,
-    "min": 0.00015212460000000008,
-    "max": 0.00015258540000000009,
+    "seconds": 0.00015231755000000004,
+    "min": 0.00015193460000000001,
+    "max": 0.00015246510000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021544915000000004,
-    "min": 0.0002153505000000001,
-    "max": 0.0002157587,
+    "seconds": 0.00021541305000000004,
+    "min": 0.00021511360000000005,
+    "max": 0.00021578500000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13830,15 +13830,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019639079999999998,
-    "min": 0.00019603199999999998,
-    "max": 0.0001967842,
+    "seconds": 0.00019631580000000002,
+    "min": 0.0001959526000000001,
+    "max": 0.00019671069999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022592859999999993,
-    "min": 0.00022559430000000002,
-    "max": 0.0002262044999999999,
+    "seconds": 0.00022626885,
+    "min": 0.00022574139999999998,
+    "max": 0.0002265978000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13862,15 +13862,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.415999999999975e-06,
-    "min": 6.4029000000001806e-06,
-    "max": 6.435200000000077e-06,
+    "seconds": 6.491150000000017e-06,
+    "min": 6.448000000000002e-06,
+    "max": 6.508599999999979e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.228700000000014e-06,
-    "min": 6.2047999999999325e-06,
-    "max": 6.246299999999996e-06,
+    "seconds": 6.251200000000074e-06,
+    "min": 6.224100000000022e-06,
+    "max": 6.291000000000009e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13894,15 +13894,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3664049999999958e-05,
-    "min": 1.365410000000004e-05,
-    "max": 1.3686500000000126e-05,
+    "seconds": 1.3705300000000045e-05,
+    "min": 1.3689800000000012e-05,
+    "max": 1.374080000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.497499999999961e-06,
-    "min": 9.494200000000001e-06,
-    "max": 9.51020000000001e-06,
+    "seconds": 9.678300000000036e-06,
+    "min": 9.59359999999997e-06,
+    "max": 9.7471e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13926,15 +13926,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4443099999999997e-05,
-    "min": 1.4370799999999984e-05,
-    "max": 1.5129499999999996e-05,
+    "seconds": 1.4494249999999898e-05,
+    "min": 1.4422199999999907e-05,
+    "max": 1.5158199999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.059654999999993e-05,
-    "min": 3.0124999999999977e-05,
-    "max": 3.090549999999993e-05,
+    "seconds": 3.0660349999999965e-05,
+    "min": 3.042850000000012e-05,
+    "max": 3.093040000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13958,14 +13958,14 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4385450000000015e-05,
-    "min": 3.427480000000001e-05,
-    "max": 3.4649600000000015e-05,
+    "seconds": 3.444469999999998e-05,
+    "min": 3.437710000000002e-05,
+    "max": 3.4665500000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.3607950000000004e-05,
-    "min": 3.3583499999999994e-05,
+    "seconds": 3.373905000000007e-05,
+    "min": 3.351289999999997e-05,
     "max": 3.389090000000001e-05,
     "samples": 6
    },
@@ -13990,15 +13990,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.115209999999999e-05,
-    "min": 1.1088000000000023e-05,
-    "max": 1.1257600000000024e-05,
+    "seconds": 1.1191850000000044e-05,
+    "min": 1.1155000000000131e-05,
+    "max": 1.1206400000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.199364999999997e-05,
-    "min": 1.1907299999999975e-05,
-    "max": 1.2143700000000034e-05,
+    "seconds": 1.2059050000000025e-05,
+    "min": 1.1990299999999955e-05,
+    "max": 1.2185399999999982e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14022,15 +14022,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1150250000000034e-05,
-    "min": 2.112949999999995e-05,
-    "max": 2.118080000000001e-05,
+    "seconds": 2.1180450000000022e-05,
+    "min": 2.1168100000000188e-05,
+    "max": 2.1218700000000082e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.635825e-05,
-    "min": 1.632959999999994e-05,
-    "max": 1.6416000000000075e-05,
+    "seconds": 1.646700000000005e-05,
+    "min": 1.6409399999999938e-05,
+    "max": 1.6511500000000047e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14054,15 +14054,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.667990000000007e-05,
-    "min": 3.654070000000005e-05,
-    "max": 3.704260000000002e-05,
+    "seconds": 3.674999999999995e-05,
+    "min": 3.643819999999991e-05,
+    "max": 3.680600000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.651665000000003e-05,
-    "min": 5.646720000000009e-05,
-    "max": 5.6981700000000004e-05,
+    "seconds": 5.669389999999996e-05,
+    "min": 5.623240000000014e-05,
+    "max": 5.678979999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14086,15 +14086,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.994715e-05,
-    "min": 5.981779999999992e-05,
-    "max": 6.028430000000003e-05,
+    "seconds": 6.000730000000003e-05,
+    "min": 5.988559999999992e-05,
+    "max": 6.020049999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.640959999999998e-05,
-    "min": 6.592270000000005e-05,
-    "max": 6.676140000000001e-05,
+    "seconds": 6.578009999999999e-05,
+    "min": 6.563120000000001e-05,
+    "max": 6.62681e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14118,15 +14118,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1932400000000007e-05,
-    "min": 2.17602e-05,
-    "max": 2.2342499999999995e-05,
+    "seconds": 2.196615000000003e-05,
+    "min": 2.1935599999999977e-05,
+    "max": 2.24477e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.523190000000004e-05,
-    "min": 3.5058700000000024e-05,
-    "max": 3.535710000000003e-05,
+    "seconds": 3.523944999999998e-05,
+    "min": 3.508420000000006e-05,
+    "max": 3.544560000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14150,15 +14150,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.584559999999995e-05,
-    "min": 3.579819999999997e-05,
-    "max": 3.593200000000006e-05,
+    "seconds": 3.5924150000000055e-05,
+    "min": 3.588680000000018e-05,
+    "max": 3.597380000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9300749999999982e-05,
-    "min": 2.9238499999999998e-05,
-    "max": 2.939169999999997e-05,
+    "seconds": 2.9396249999999964e-05,
+    "min": 2.9336900000000014e-05,
+    "max": 2.9480799999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14182,15 +14182,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.036719999999999e-05,
-    "min": 7.018210000000001e-05,
-    "max": 7.058490000000001e-05,
+    "seconds": 7.052250000000006e-05,
+    "min": 7.048889999999999e-05,
+    "max": 7.061639999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011238534999999995,
-    "min": 0.00011223230000000005,
-    "max": 0.00011264230000000007,
+    "seconds": 0.00011244799999999999,
+    "min": 0.00011236670000000012,
+    "max": 0.00011265779999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14214,15 +14214,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001182929,
-    "min": 0.00011816320000000005,
-    "max": 0.00011863659999999993,
+    "seconds": 0.00011829194999999983,
+    "min": 0.00011821549999999992,
+    "max": 0.00011870839999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012930349999999995,
-    "min": 0.0001292027,
-    "max": 0.0001295379,
+    "seconds": 0.00012957304999999998,
+    "min": 0.00012935139999999996,
+    "max": 0.00012992069999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14246,15 +14246,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.262650000000042e-06,
-    "min": 7.193399999999973e-06,
-    "max": 7.327899999999931e-06,
+    "seconds": 7.319750000000006e-06,
+    "min": 7.264199999999993e-06,
+    "max": 7.379099999999881e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.407999999999999e-06,
-    "min": 6.406300000000032e-06,
-    "max": 6.496199999999976e-06,
+    "seconds": 6.446350000000098e-06,
+    "min": 6.418900000000053e-06,
+    "max": 6.489599999999905e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14278,15 +14278,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6668849999999985e-05,
-    "min": 1.666240000000006e-05,
-    "max": 1.6703700000000014e-05,
+    "seconds": 1.668414999999999e-05,
+    "min": 1.6668299999999977e-05,
+    "max": 1.6697600000000035e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.764749999999969e-06,
-    "min": 6.735800000000097e-06,
-    "max": 6.889400000000024e-06,
+    "seconds": 6.8847000000000325e-06,
+    "min": 6.828499999999962e-06,
+    "max": 6.912000000000148e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14310,15 +14310,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1736049999999989e-05,
-    "min": 1.1680100000000015e-05,
-    "max": 1.193620000000002e-05,
+    "seconds": 1.181110000000001e-05,
+    "min": 1.1775599999999964e-05,
+    "max": 1.2006399999999984e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2809550000000017e-05,
-    "min": 1.2723400000000038e-05,
-    "max": 1.3036499999999978e-05,
+    "seconds": 1.284955000000001e-05,
+    "min": 1.277699999999993e-05,
+    "max": 1.2902300000000014e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14342,15 +14342,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.319200000000003e-05,
-    "min": 4.3170499999999955e-05,
-    "max": 4.3202700000000006e-05,
+    "seconds": 4.323710000000002e-05,
+    "min": 4.319890000000009e-05,
+    "max": 4.326339999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7648050000000035e-05,
-    "min": 1.7603100000000086e-05,
-    "max": 1.772810000000004e-05,
+    "seconds": 1.7606199999999943e-05,
+    "min": 1.756790000000001e-05,
+    "max": 1.7625500000000077e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14374,15 +14374,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2347149999999985e-05,
-    "min": 2.2335600000000034e-05,
-    "max": 2.2704400000000033e-05,
+    "seconds": 2.2444699999999992e-05,
+    "min": 2.238989999999991e-05,
+    "max": 2.2738599999999816e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.370385e-05,
-    "min": 2.3654299999999968e-05,
-    "max": 2.3833699999999975e-05,
+    "seconds": 2.3770799999999962e-05,
+    "min": 2.3708400000000005e-05,
+    "max": 2.3820599999999966e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14406,15 +14406,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1066549999999986e-05,
-    "min": 5.1029699999999983e-05,
-    "max": 5.11008e-05,
+    "seconds": 5.120564999999998e-05,
+    "min": 5.119300000000001e-05,
+    "max": 5.122489999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.145105000000005e-05,
-    "min": 2.1401199999999984e-05,
-    "max": 2.1506899999999982e-05,
+    "seconds": 2.1490900000000035e-05,
+    "min": 2.1449200000000018e-05,
+    "max": 2.1638099999999985e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14438,15 +14438,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.363490000000003e-05,
-    "min": 5.351919999999991e-05,
-    "max": 5.39127e-05,
+    "seconds": 5.3556100000000305e-05,
+    "min": 5.337820000000001e-05,
+    "max": 5.3631100000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.222494999999996e-05,
-    "min": 7.212740000000001e-05,
-    "max": 7.251450000000001e-05,
+    "seconds": 7.233804999999996e-05,
+    "min": 7.224839999999995e-05,
+    "max": 7.264539999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14470,15 +14470,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001552585,
-    "min": 0.00015510890000000008,
-    "max": 0.00015566880000000022,
+    "seconds": 0.00015542925000000004,
+    "min": 0.0001552475,
+    "max": 0.00015567769999999987,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.529904999999995e-05,
-    "min": 6.500449999999996e-05,
-    "max": 6.542020000000001e-05,
+    "seconds": 6.556709999999994e-05,
+    "min": 6.544160000000007e-05,
+    "max": 6.601500000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14503,15 +14503,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.604849999999982e-06,
-    "min": 6.592300000000012e-06,
-    "max": 6.620799999999998e-06,
+    "seconds": 6.68314999999999e-06,
+    "min": 6.669099999999958e-06,
+    "max": 6.710400000000004e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1028850000000109e-05,
-    "min": 1.098240000000004e-05,
-    "max": 1.1068700000000013e-05,
+    "seconds": 1.1033499999999982e-05,
+    "min": 1.0989000000000033e-05,
+    "max": 1.1152100000000088e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14536,15 +14536,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0311899999999975e-05,
-    "min": 1.0278100000000006e-05,
-    "max": 1.0326200000000016e-05,
+    "seconds": 1.0324450000000013e-05,
+    "min": 1.0316599999999972e-05,
+    "max": 1.0367799999999989e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2953399999999997e-05,
-    "min": 1.2930800000000134e-05,
-    "max": 1.3014200000000052e-05,
+    "seconds": 1.2959600000000034e-05,
+    "min": 1.2930999999999836e-05,
+    "max": 1.301740000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14569,15 +14569,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.480000000000014e-06,
-    "min": 8.4577e-06,
-    "max": 8.59829999999995e-06,
+    "seconds": 8.543800000000021e-06,
+    "min": 8.518000000000006e-06,
+    "max": 8.662199999999985e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3109049999999979e-05,
-    "min": 1.3078200000000105e-05,
-    "max": 1.3129400000000076e-05,
+    "seconds": 1.3292700000000036e-05,
+    "min": 1.326040000000021e-05,
+    "max": 1.3343899999999984e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14602,15 +14602,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4343700000000033e-05,
-    "min": 1.4307000000000016e-05,
-    "max": 1.4694199999999955e-05,
+    "seconds": 1.452795000000002e-05,
+    "min": 1.4418899999999987e-05,
+    "max": 1.485740000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5625449999999988e-05,
-    "min": 1.5574600000000056e-05,
-    "max": 1.5823900000000084e-05,
+    "seconds": 1.561115000000002e-05,
+    "min": 1.5538900000000127e-05,
+    "max": 1.581089999999988e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14635,15 +14635,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5331250000000003e-05,
-    "min": 1.530909999999999e-05,
-    "max": 1.5452999999999996e-05,
+    "seconds": 1.55135e-05,
+    "min": 1.550079999999998e-05,
+    "max": 1.5571099999999977e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9842899999999938e-05,
-    "min": 2.9702299999999978e-05,
-    "max": 3.005429999999992e-05,
+    "seconds": 2.996895000000006e-05,
+    "min": 2.9810699999999908e-05,
+    "max": 3.025249999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14668,15 +14668,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.360135000000001e-05,
-    "min": 2.3570999999999934e-05,
-    "max": 2.3910500000000035e-05,
+    "seconds": 2.3823550000000058e-05,
+    "min": 2.377559999999994e-05,
+    "max": 2.4258899999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.606719999999999e-05,
-    "min": 3.594510000000003e-05,
-    "max": 3.62530000000001e-05,
+    "seconds": 3.634304999999998e-05,
+    "min": 3.616590000000005e-05,
+    "max": 3.656920000000014e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14701,15 +14701,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.241759999999998e-05,
-    "min": 2.225569999999998e-05,
-    "max": 2.2527600000000018e-05,
+    "seconds": 2.2470249999999977e-05,
+    "min": 2.2396299999999994e-05,
+    "max": 2.2550200000000064e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.177739999999996e-05,
-    "min": 5.1529699999999955e-05,
-    "max": 5.200290000000002e-05,
+    "seconds": 5.1731949999999914e-05,
+    "min": 5.139439999999988e-05,
+    "max": 5.1970300000000094e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14734,15 +14734,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.041254999999999e-05,
-    "min": 4.018510000000007e-05,
-    "max": 4.052800000000003e-05,
+    "seconds": 4.065724999999998e-05,
+    "min": 4.059460000000003e-05,
+    "max": 4.075160000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.256625000000004e-05,
-    "min": 6.24414000000001e-05,
-    "max": 6.269409999999999e-05,
+    "seconds": 6.264170000000013e-05,
+    "min": 6.24224000000001e-05,
+    "max": 6.316740000000011e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14767,15 +14767,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0026900000000006e-05,
-    "min": 2.9942100000000006e-05,
-    "max": 3.0118399999999986e-05,
+    "seconds": 3.0150100000000035e-05,
+    "min": 3.005079999999998e-05,
+    "max": 3.033290000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.699429999999998e-05,
-    "min": 7.691189999999991e-05,
-    "max": 7.708779999999996e-05,
+    "seconds": 7.696995000000004e-05,
+    "min": 7.670869999999999e-05,
+    "max": 7.732350000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14800,15 +14800,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.92987e-05,
-    "min": 4.9158800000000015e-05,
-    "max": 4.9422400000000017e-05,
+    "seconds": 4.9418550000000005e-05,
+    "min": 4.9292399999999996e-05,
+    "max": 4.9515699999999964e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.743394999999996e-05,
-    "min": 8.719879999999999e-05,
-    "max": 8.777850000000005e-05,
+    "seconds": 8.746645000000001e-05,
+    "min": 8.714440000000015e-05,
+    "max": 8.757609999999983e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14833,15 +14833,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.165589999999996e-05,
-    "min": 4.142750000000003e-05,
-    "max": 4.171850000000003e-05,
+    "seconds": 4.179415e-05,
+    "min": 4.164079999999997e-05,
+    "max": 4.2022199999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.669219999999993e-05,
-    "min": 9.652109999999997e-05,
-    "max": 9.702060000000002e-05,
+    "seconds": 9.686439999999997e-05,
+    "min": 9.67284000000001e-05,
+    "max": 9.729769999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14866,15 +14866,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.984599999999998e-05,
-    "min": 7.96569e-05,
-    "max": 7.995429999999995e-05,
+    "seconds": 8.01283e-05,
+    "min": 7.981299999999999e-05,
+    "max": 8.037429999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001153293,
-    "min": 0.00011479950000000004,
-    "max": 0.0001157240000000001,
+    "seconds": 0.00011555845000000003,
+    "min": 0.00011532260000000011,
+    "max": 0.00011600990000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14899,15 +14899,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.610974999999998e-05,
-    "min": 7.568909999999998e-05,
-    "max": 7.61686e-05,
+    "seconds": 7.596845e-05,
+    "min": 7.572370000000008e-05,
+    "max": 7.6421e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001894922,
-    "min": 0.0001890386999999997,
-    "max": 0.00018966310000000005,
+    "seconds": 0.00018961310000000008,
+    "min": 0.00018922639999999989,
+    "max": 0.00018993170000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14932,15 +14932,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012547085,
-    "min": 0.00012541709999999988,
-    "max": 0.00012555749999999994,
+    "seconds": 0.00012543880000000002,
+    "min": 0.00012523019999999995,
+    "max": 0.00012554449999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021461370000000013,
-    "min": 0.0002143277999999999,
-    "max": 0.0002150873000000001,
+    "seconds": 0.00021499890000000003,
+    "min": 0.00021457239999999998,
+    "max": 0.00021521150000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14965,15 +14965,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001024315,
-    "min": 0.0001022636,
-    "max": 0.00010258460000000002,
+    "seconds": 0.00010293495000000003,
+    "min": 0.00010247489999999998,
+    "max": 0.00010335390000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024192349999999988,
-    "min": 0.00024136470000000006,
-    "max": 0.0002420471,
+    "seconds": 0.00024199915000000006,
+    "min": 0.00024142410000000002,
+    "max": 0.0002424510999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14998,15 +14998,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020047500000000003,
-    "min": 0.0002003944,
-    "max": 0.00020052259999999998,
+    "seconds": 0.00020041999999999998,
+    "min": 0.00020035259999999998,
+    "max": 0.00020055070000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028919145000000005,
-    "min": 0.0002891143,
-    "max": 0.0002895737,
+    "seconds": 0.0002895568000000001,
+    "min": 0.0002893646,
+    "max": 0.0002899938999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15026,9 +15026,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.031950000000006e-06,
-    "min": 7.020599999999922e-06,
-    "max": 7.05569999999999e-06,
+    "seconds": 6.990400000000102e-06,
+    "min": 6.959899999999925e-06,
+    "max": 7.090800000000013e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15054,15 +15054,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.8159999999999395e-06,
-    "min": 6.806399999999985e-06,
-    "max": 6.896100000000069e-06,
+    "seconds": 6.837000000000057e-06,
+    "min": 6.8032000000000825e-06,
+    "max": 6.947199999999998e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.203149999999993e-06,
-    "min": 3.196700000000055e-06,
-    "max": 3.2160999999999606e-06,
+    "seconds": 3.2111500000000095e-06,
+    "min": 3.2062999999999417e-06,
+    "max": 3.232100000000014e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15082,9 +15082,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.577599999999904e-06,
-    "min": 7.567800000000001e-06,
-    "max": 7.6032000000000156e-06,
+    "seconds": 7.609499999999946e-06,
+    "min": 7.599799999999983e-06,
+    "max": 7.654099999999948e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15110,15 +15110,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.259299999999973e-06,
-    "min": 7.232100000000083e-06,
-    "max": 7.308899999999994e-06,
+    "seconds": 7.246249999999999e-06,
+    "min": 7.225400000000082e-06,
+    "max": 7.3215999999999444e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.675099999999952e-06,
-    "min": 4.655999999999926e-06,
-    "max": 4.697499999999968e-06,
+    "seconds": 4.691250000000048e-06,
+    "min": 4.662299999999959e-06,
+    "max": 4.703700000000026e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15138,9 +15138,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1059200000000028e-05,
-    "min": 1.1023900000000015e-05,
-    "max": 1.109100000000001e-05,
+    "seconds": 1.1057399999999995e-05,
+    "min": 1.103009999999988e-05,
+    "max": 1.1119700000000011e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15166,15 +15166,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.438150000000034e-06,
-    "min": 9.411000000000002e-06,
-    "max": 9.48149999999997e-06,
+    "seconds": 9.478400000000034e-06,
+    "min": 9.446500000000015e-06,
+    "max": 9.516599999999973e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5135650000000005e-05,
-    "min": 1.5125999999999967e-05,
-    "max": 1.5155299999999943e-05,
+    "seconds": 1.5145450000000006e-05,
+    "min": 1.513900000000001e-05,
+    "max": 1.5177300000000105e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15194,9 +15194,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3867000000000001e-05,
-    "min": 1.38173e-05,
-    "max": 1.3913400000000011e-05,
+    "seconds": 1.3755099999999976e-05,
+    "min": 1.3744000000000006e-05,
+    "max": 1.3775800000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15222,15 +15222,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2828650000000017e-05,
-    "min": 1.2809400000000017e-05,
-    "max": 1.2899300000000004e-05,
+    "seconds": 1.2883149999999989e-05,
+    "min": 1.285740000000003e-05,
+    "max": 1.2947199999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.091099999999977e-06,
-    "min": 8.07999999999995e-06,
-    "max": 8.11199999999999e-06,
+    "seconds": 8.14550000000005e-06,
+    "min": 8.137499999999978e-06,
+    "max": 8.16639999999993e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15250,9 +15250,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6156799999999987e-05,
-    "min": 1.6137700000000064e-05,
-    "max": 1.6211499999999955e-05,
+    "seconds": 1.617269999999992e-05,
+    "min": 1.6143799999999966e-05,
+    "max": 1.6192000000000054e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15278,15 +15278,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4516599999999992e-05,
-    "min": 1.4489700000000016e-05,
-    "max": 1.4560000000000013e-05,
+    "seconds": 1.4606199999999967e-05,
+    "min": 1.4514699999999926e-05,
+    "max": 1.4643100000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5031749999999982e-05,
-    "min": 1.5023999999999967e-05,
-    "max": 1.5046299999999995e-05,
+    "seconds": 1.5127699999999982e-05,
+    "min": 1.5113200000000006e-05,
+    "max": 1.513900000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15306,9 +15306,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3455100000000024e-05,
-    "min": 4.3218000000000066e-05,
-    "max": 4.3707500000000015e-05,
+    "seconds": 4.3367250000000106e-05,
+    "min": 4.332979999999995e-05,
+    "max": 4.3941800000000034e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15334,15 +15334,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.8944000000000033e-05,
-    "min": 2.879959999999995e-05,
-    "max": 2.9071900000000005e-05,
+    "seconds": 2.89595e-05,
+    "min": 2.870930000000001e-05,
+    "max": 2.910350000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6231099999999984e-05,
-    "min": 5.61765e-05,
-    "max": 5.628750000000002e-05,
+    "seconds": 5.6399149999999977e-05,
+    "min": 5.633810000000008e-05,
+    "max": 5.6441200000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15362,9 +15362,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.0535600000000044e-05,
-    "min": 6.027240000000008e-05,
-    "max": 6.099150000000001e-05,
+    "seconds": 6.0517750000000056e-05,
+    "min": 5.9414100000000004e-05,
+    "max": 6.116030000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15390,15 +15390,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.9088050000000006e-05,
-    "min": 3.8895999999999934e-05,
-    "max": 3.930540000000001e-05,
+    "seconds": 3.9079800000000025e-05,
+    "min": 3.8975600000000034e-05,
+    "max": 3.9295400000000064e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.883509999999993e-05,
-    "min": 2.8748799999999998e-05,
-    "max": 2.8898900000000002e-05,
+    "seconds": 2.90734e-05,
+    "min": 2.905859999999997e-05,
+    "max": 2.9132700000000068e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15418,9 +15418,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.94937e-05,
-    "min": 5.917490000000005e-05,
-    "max": 5.9621300000000025e-05,
+    "seconds": 5.946614999999997e-05,
+    "min": 5.9355800000000066e-05,
+    "max": 5.9563200000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15446,15 +15446,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.115510000000003e-05,
-    "min": 4.1037200000000035e-05,
-    "max": 4.149139999999995e-05,
+    "seconds": 4.1205800000000025e-05,
+    "min": 4.0872800000000026e-05,
+    "max": 4.147460000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.643935000000005e-05,
-    "min": 5.638699999999992e-05,
-    "max": 5.6550399999999986e-05,
+    "seconds": 5.65602e-05,
+    "min": 5.6460000000000107e-05,
+    "max": 5.726000000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15474,9 +15474,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013102750000000004,
-    "min": 0.00013066849999999997,
-    "max": 0.0001313944,
+    "seconds": 0.00013131184999999997,
+    "min": 0.00013079829999999997,
+    "max": 0.00013224880000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15502,15 +15502,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.428890000000003e-05,
-    "min": 7.405779999999997e-05,
-    "max": 7.451790000000001e-05,
+    "seconds": 7.431570000000009e-05,
+    "min": 7.413309999999997e-05,
+    "max": 7.45657e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022049154999999998,
-    "min": 0.00022036149999999998,
-    "max": 0.00022060590000000003,
+    "seconds": 0.00022066495,
+    "min": 0.00022058769999999992,
+    "max": 0.0002207521,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15532,15 +15532,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4590300000000014e-05,
-    "min": 2.4476599999999982e-05,
-    "max": 2.4896199999999967e-05,
+    "seconds": 2.4604600000000025e-05,
+    "min": 2.4405800000000067e-05,
+    "max": 2.4764500000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.002855000000002e-05,
-    "min": 4.992270000000001e-05,
-    "max": 5.018199999999995e-05,
+    "seconds": 5.0149749999999995e-05,
+    "min": 4.9989799999999946e-05,
+    "max": 5.022960000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15562,15 +15562,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.005875000000003e-05,
-    "min": 5.0002699999999954e-05,
-    "max": 5.01439e-05,
+    "seconds": 5.0154550000000047e-05,
+    "min": 5.0056500000000004e-05,
+    "max": 5.027760000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.452789999999999e-05,
-    "min": 2.44029e-05,
-    "max": 2.4646300000000052e-05,
+    "seconds": 2.457074999999996e-05,
+    "min": 2.4223500000000037e-05,
+    "max": 2.4869999999999845e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15595,15 +15595,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010113069999999997,
-    "min": 0.00010070879999999997,
-    "max": 0.00010179539999999993,
+    "seconds": 0.00010118624999999993,
+    "min": 0.00010098160000000002,
+    "max": 0.0001014512,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014505660000000006,
-    "min": 0.0001447217000000001,
-    "max": 0.0001453338999999999,
+    "seconds": 0.00014532485000000003,
+    "min": 0.0001448841000000001,
+    "max": 0.00014553029999999988,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15628,15 +15628,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015782800000000005,
-    "min": 0.00015772350000000003,
-    "max": 0.00015791840000000014,
+    "seconds": 0.00015779894999999995,
+    "min": 0.00015761390000000006,
+    "max": 0.00015804559999999985,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017135285000000001,
-    "min": 0.00017083530000000025,
-    "max": 0.00017152279999999972,
+    "seconds": 0.00017172515000000006,
+    "min": 0.00017147670000000005,
+    "max": 0.0001720426999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15660,15 +15660,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.765870000000002e-05,
-    "min": 3.762509999999995e-05,
-    "max": 3.7846300000000045e-05,
+    "seconds": 3.7681150000000004e-05,
+    "min": 3.751649999999995e-05,
+    "max": 3.783000000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010581080000000002,
-    "min": 0.00010552319999999982,
-    "max": 0.00010606669999999995,
+    "seconds": 0.00010574900000000003,
+    "min": 0.00010542270000000004,
+    "max": 0.00010612010000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15692,15 +15692,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023564100000000003,
-    "min": 0.00023501859999999988,
-    "max": 0.00023588240000000033,
+    "seconds": 0.00023590009999999986,
+    "min": 0.0002357468999999997,
+    "max": 0.00023604729999999975,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005544497499999999,
-    "min": 0.0005540659999999997,
-    "max": 0.0005554972000000002,
+    "seconds": 0.0005541757500000003,
+    "min": 0.0005539630000000008,
+    "max": 0.0005548765999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15722,15 +15722,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7119799999999997e-05,
-    "min": 3.6876699999999985e-05,
-    "max": 3.72028e-05,
+    "seconds": 3.707625e-05,
+    "min": 3.6927500000000015e-05,
+    "max": 3.724350000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.340754999999997e-05,
-    "min": 5.265899999999997e-05,
-    "max": 5.386229999999998e-05,
+    "seconds": 5.3261900000000026e-05,
+    "min": 5.297880000000001e-05,
+    "max": 5.354439999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15752,15 +15752,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9100600000000005e-05,
-    "min": 1.894720000000001e-05,
-    "max": 1.9164499999999976e-05,
+    "seconds": 1.907324999999999e-05,
+    "min": 1.885060000000002e-05,
+    "max": 1.925100000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.733595000000002e-05,
-    "min": 2.7225499999999968e-05,
-    "max": 2.756830000000001e-05,
+    "seconds": 2.7313049999999998e-05,
+    "min": 2.70845e-05,
+    "max": 2.745579999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15782,15 +15782,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3460899999999976e-05,
-    "min": 3.329290000000001e-05,
-    "max": 3.358359999999999e-05,
+    "seconds": 3.3303499999999984e-05,
+    "min": 3.3107100000000014e-05,
+    "max": 3.336300000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.747485e-05,
-    "min": 4.7187e-05,
-    "max": 4.770229999999997e-05,
+    "seconds": 4.747484999999998e-05,
+    "min": 4.712889999999999e-05,
+    "max": 4.769199999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15812,15 +15812,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4123200000000003e-05,
-    "min": 2.4112e-05,
-    "max": 2.4204700000000002e-05,
+    "seconds": 2.4143899999999984e-05,
+    "min": 2.3996699999999987e-05,
+    "max": 2.4239600000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.1754750000000006e-05,
-    "min": 3.159040000000001e-05,
-    "max": 3.2047800000000097e-05,
+    "seconds": 3.193549999999995e-05,
+    "min": 3.1858599999999844e-05,
+    "max": 3.20986000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15840,15 +15840,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.327635000000004e-05,
-    "min": 3.316479999999996e-05,
-    "max": 3.3558199999999966e-05,
+    "seconds": 3.32698e-05,
+    "min": 3.3122600000000034e-05,
+    "max": 3.341749999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7753549999999986e-05,
-    "min": 4.73059e-05,
-    "max": 4.791029999999996e-05,
+    "seconds": 4.7917549999999986e-05,
+    "min": 4.737890000000002e-05,
+    "max": 4.831589999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15868,15 +15868,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.880005e-05,
-    "min": 1.874219999999999e-05,
-    "max": 1.9014299999999958e-05,
+    "seconds": 1.8688049999999937e-05,
+    "min": 1.8658800000000032e-05,
+    "max": 1.8835400000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.6075150000000007e-05,
-    "min": 2.582090000000001e-05,
-    "max": 2.632229999999997e-05,
+    "seconds": 2.6042800000000028e-05,
+    "min": 2.5830299999999975e-05,
+    "max": 2.622340000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15896,15 +15896,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.316320000000001e-05,
-    "min": 3.293729999999996e-05,
-    "max": 3.3382399999999974e-05,
+    "seconds": 3.312749999999998e-05,
+    "min": 3.2982399999999964e-05,
+    "max": 3.337580000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.764464999999999e-05,
-    "min": 4.734350000000002e-05,
-    "max": 4.7909599999999986e-05,
+    "seconds": 4.756255000000002e-05,
+    "min": 4.706890000000001e-05,
+    "max": 4.7998900000000026e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15924,15 +15924,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8339149999999995e-05,
-    "min": 1.8243400000000043e-05,
-    "max": 1.8380600000000015e-05,
+    "seconds": 1.832945000000003e-05,
+    "min": 1.818530000000005e-05,
+    "max": 1.8367600000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4582150000000013e-05,
-    "min": 2.4469900000000028e-05,
-    "max": 2.4719899999999997e-05,
+    "seconds": 2.447495000000003e-05,
+    "min": 2.4371000000000004e-05,
+    "max": 2.462399999999992e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15952,15 +15952,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.352134999999996e-05,
-    "min": 3.3218599999999994e-05,
-    "max": 3.3583499999999866e-05,
+    "seconds": 3.349229999999999e-05,
+    "min": 3.3395099999999995e-05,
+    "max": 3.372109999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7409149999999976e-05,
-    "min": 4.7379700000000023e-05,
-    "max": 4.7577500000000023e-05,
+    "seconds": 4.779604999999998e-05,
+    "min": 4.700769999999998e-05,
+    "max": 4.7944700000000015e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15980,15 +15980,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9303900000000003e-05,
-    "min": 1.9123100000000024e-05,
-    "max": 1.937899999999995e-05,
+    "seconds": 1.930219999999998e-05,
+    "min": 1.9113299999999843e-05,
+    "max": 1.9442899999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.464310000000001e-05,
-    "min": 2.4477000000000054e-05,
-    "max": 2.4921700000000057e-05,
+    "seconds": 2.450514999999996e-05,
+    "min": 2.4437999999999945e-05,
+    "max": 2.460139999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16010,15 +16010,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.756474999999998e-05,
-    "min": 4.7347199999999986e-05,
-    "max": 4.802169999999996e-05,
+    "seconds": 4.7607199999999994e-05,
+    "min": 4.751910000000007e-05,
+    "max": 4.77569e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.6486449999999994e-05,
-    "min": 3.6031799999999976e-05,
-    "max": 3.694999999999999e-05,
+    "seconds": 3.6530600000000026e-05,
+    "min": 3.6306599999999975e-05,
+    "max": 3.702069999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16040,15 +16040,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.978424999999999e-05,
-    "min": 2.9756800000000013e-05,
-    "max": 2.999369999999999e-05,
+    "seconds": 2.9940049999999985e-05,
+    "min": 2.9842899999999985e-05,
+    "max": 3.01881e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0796900000000004e-05,
-    "min": 2.064010000000004e-05,
-    "max": 2.094399999999997e-05,
+    "seconds": 2.0967750000000013e-05,
+    "min": 2.0841300000000047e-05,
+    "max": 2.1238000000000057e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16076,9 +16076,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.778700000000002e-05,
-    "min": 4.76089e-05,
-    "max": 4.801619999999997e-05,
+    "seconds": 4.7769850000000015e-05,
+    "min": 4.772060000000001e-05,
+    "max": 4.794749999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -16112,9 +16112,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4204350000000022e-05,
-    "min": 2.4137400000000024e-05,
-    "max": 2.4524499999999968e-05,
+    "seconds": 2.4374149999999998e-05,
+    "min": 2.4249199999999998e-05,
+    "max": 2.4588400000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -16148,15 +16148,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7803099999999996e-05,
-    "min": 4.7740600000000056e-05,
-    "max": 4.79263e-05,
+    "seconds": 4.7688850000000014e-05,
+    "min": 4.745849999999999e-05,
+    "max": 4.7887299999999984e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.54333e-05,
-    "min": 9.536179999999997e-05,
-    "max": 9.555480000000002e-05,
+    "seconds": 9.525374999999995e-05,
+    "min": 9.489490000000011e-05,
+    "max": 9.543789999999987e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16184,15 +16184,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4367950000000004e-05,
-    "min": 2.426529999999999e-05,
-    "max": 2.4655400000000035e-05,
+    "seconds": 2.436475000000002e-05,
+    "min": 2.4239300000000024e-05,
+    "max": 2.4761000000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.8564449999999975e-05,
-    "min": 4.847699999999999e-05,
-    "max": 4.875189999999997e-05,
+    "seconds": 4.8602600000000035e-05,
+    "min": 4.849610000000009e-05,
+    "max": 4.883119999999992e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16216,15 +16216,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3895600000000015e-05,
-    "min": 3.377249999999998e-05,
-    "max": 3.401859999999998e-05,
+    "seconds": 3.392250000000002e-05,
+    "min": 3.3650999999999966e-05,
+    "max": 3.398349999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.568095e-05,
-    "min": 9.550629999999996e-05,
-    "max": 9.600199999999998e-05,
+    "seconds": 9.574044999999997e-05,
+    "min": 9.544530000000001e-05,
+    "max": 9.605880000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16248,15 +16248,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.422494999999996e-05,
-    "min": 8.40254e-05,
-    "max": 8.453349999999994e-05,
+    "seconds": 8.434209999999997e-05,
+    "min": 8.415240000000006e-05,
+    "max": 8.45113999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012022320000000011,
-    "min": 0.00011983600000000014,
-    "max": 0.00012075489999999992,
+    "seconds": 0.0001203649999999999,
+    "min": 0.00012011330000000003,
+    "max": 0.00012074680000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16278,15 +16278,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.351304999999998e-05,
-    "min": 6.33525e-05,
-    "max": 6.370849999999999e-05,
+    "seconds": 6.333475e-05,
+    "min": 6.314459999999999e-05,
+    "max": 6.375539999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.9646499999999986e-05,
-    "min": 4.9241400000000026e-05,
-    "max": 5.0002900000000016e-05,
+    "seconds": 4.983460000000002e-05,
+    "min": 4.946190000000006e-05,
+    "max": 5.0091499999999986e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16308,15 +16308,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011354119999999995,
-    "min": 0.00011344870000000004,
-    "max": 0.00011360140000000001,
+    "seconds": 0.00011351334999999999,
+    "min": 0.00011308729999999999,
+    "max": 0.00011373680000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.407339999999997e-05,
-    "min": 7.396799999999995e-05,
-    "max": 7.442229999999989e-05,
+    "seconds": 7.391545000000004e-05,
+    "min": 7.334660000000003e-05,
+    "max": 7.417140000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16343,15 +16343,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.005065e-05,
-    "min": 7.95645e-05,
-    "max": 8.057719999999998e-05,
+    "seconds": 7.997435000000003e-05,
+    "min": 7.962090000000001e-05,
+    "max": 8.023499999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.596990000000004e-05,
-    "min": 7.582699999999995e-05,
-    "max": 7.624580000000011e-05,
+    "seconds": 7.596189999999991e-05,
+    "min": 7.566930000000004e-05,
+    "max": 7.614310000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16378,15 +16378,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012448740000000006,
-    "min": 0.0001241971,
-    "max": 0.00012461149999999985,
+    "seconds": 0.00012446864999999995,
+    "min": 0.00012424009999999997,
+    "max": 0.00012457690000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.817699999999998e-05,
-    "min": 7.802499999999994e-05,
-    "max": 7.82778e-05,
+    "seconds": 7.825189999999995e-05,
+    "min": 7.811779999999971e-05,
+    "max": 7.84435e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16409,15 +16409,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5714750000000016e-05,
-    "min": 3.558920000000003e-05,
-    "max": 3.5756699999999976e-05,
+    "seconds": 3.568890000000001e-05,
+    "min": 3.55067e-05,
+    "max": 3.574009999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033940304999999997,
-    "min": 0.00033928170000000043,
-    "max": 0.0003396877000000001,
+    "seconds": 0.00033947084999999945,
+    "min": 0.00033876599999999957,
+    "max": 0.00034023880000000025,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16440,15 +16440,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.573564999999999e-05,
-    "min": 3.556699999999997e-05,
-    "max": 3.5939000000000037e-05,
+    "seconds": 3.566980000000003e-05,
+    "min": 3.540109999999993e-05,
+    "max": 3.583319999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003395790499999997,
-    "min": 0.0003390218,
-    "max": 0.00033994129999999947,
+    "seconds": 0.0003396429999999998,
+    "min": 0.0003390100000000002,
+    "max": 0.0003399103,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16483,15 +16483,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.888715e-05,
-    "min": 5.884419999999997e-05,
-    "max": 5.89587e-05,
+    "seconds": 5.9133699999999986e-05,
+    "min": 5.9063099999999966e-05,
+    "max": 5.9323200000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019672824999999994,
-    "min": 0.00019668429999999997,
-    "max": 0.00019688539999999986,
+    "seconds": 0.00019685254999999988,
+    "min": 0.00019661679999999994,
+    "max": 0.00019689609999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16526,15 +16526,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.87286e-05,
-    "min": 5.86205e-05,
-    "max": 5.891510000000001e-05,
+    "seconds": 5.888395000000004e-05,
+    "min": 5.880680000000002e-05,
+    "max": 5.894879999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019149494999999995,
-    "min": 0.00019146459999999998,
-    "max": 0.00019155780000000002,
+    "seconds": 0.00019156475000000006,
+    "min": 0.00019153989999999994,
+    "max": 0.00019159289999999982,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16569,15 +16569,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.794605000000001e-05,
-    "min": 5.7852299999999995e-05,
-    "max": 5.823299999999995e-05,
+    "seconds": 5.801085e-05,
+    "min": 5.7912199999999984e-05,
+    "max": 5.8416800000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034245459999999994,
-    "min": 0.0003424097,
-    "max": 0.00034251410000000007,
+    "seconds": 0.0003429434,
+    "min": 0.0003427538999999999,
+    "max": 0.0003430153000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16612,15 +16612,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.539835000000002e-05,
-    "min": 5.536610000000002e-05,
-    "max": 5.552640000000003e-05,
+    "seconds": 5.550760000000001e-05,
+    "min": 5.541579999999998e-05,
+    "max": 5.569080000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033594860000000007,
-    "min": 0.00033588259999999995,
-    "max": 0.0003362235,
+    "seconds": 0.0003360168499999999,
+    "min": 0.0003359293,
+    "max": 0.0003363283,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16659,15 +16659,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012604849999999998,
-    "min": 0.0001260022,
-    "max": 0.0001260855,
+    "seconds": 0.000126271,
+    "min": 0.00012607230000000002,
+    "max": 0.0001264743,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042534795000000007,
-    "min": 0.00042478199999999996,
-    "max": 0.0004255324,
+    "seconds": 0.00042634210000000005,
+    "min": 0.0004253924000000001,
+    "max": 0.000427721,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16706,15 +16706,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012654315,
-    "min": 0.00012648610000000002,
-    "max": 0.00012660219999999998,
+    "seconds": 0.00012685114999999998,
+    "min": 0.0001267585,
+    "max": 0.00012688859999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042332684999999993,
-    "min": 0.00042301290000000026,
-    "max": 0.0004236692,
+    "seconds": 0.0004242610000000001,
+    "min": 0.00042351370000000033,
+    "max": 0.00042455070000000023,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16753,15 +16753,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018885224999999994,
-    "min": 0.00018880029999999998,
-    "max": 0.00018898110000000005,
+    "seconds": 0.00018901309999999998,
+    "min": 0.00018897289999999996,
+    "max": 0.0001893533,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000674301,
-    "min": 0.0006737856,
-    "max": 0.0006745563999999997,
+    "seconds": 0.0006758437,
+    "min": 0.0006751086,
+    "max": 0.0006769854999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16800,15 +16800,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018979780000000001,
-    "min": 0.0001897428,
-    "max": 0.00018986180000000005,
+    "seconds": 0.00018982635000000005,
+    "min": 0.00018966820000000003,
+    "max": 0.00018988510000000008,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006687199000000002,
-    "min": 0.0006681154000000002,
-    "max": 0.0006691444,
+    "seconds": 0.00066979405,
+    "min": 0.0006687372999999995,
+    "max": 0.0006720602000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16843,15 +16843,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019211494999999998,
-    "min": 0.00019201150000000002,
-    "max": 0.00019217259999999996,
+    "seconds": 0.00019262645,
+    "min": 0.00019250529999999987,
+    "max": 0.00019277909999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029131525,
-    "min": 0.00029086350000000005,
-    "max": 0.00029210090000000014,
+    "seconds": 0.00029340180000000005,
+    "min": 0.00029220670000000017,
+    "max": 0.00029486749999999966,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16886,15 +16886,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019639295000000004,
-    "min": 0.00019634360000000007,
-    "max": 0.0001964899,
+    "seconds": 0.0001964593499999999,
+    "min": 0.00019633939999999994,
+    "max": 0.00019651929999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029803095,
-    "min": 0.00029746869999999986,
-    "max": 0.0002991343000000001,
+    "seconds": 0.0002994882999999999,
+    "min": 0.0002992587999999996,
+    "max": 0.00029984520000000015,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16921,15 +16921,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.904910000000001e-05,
-    "min": 8.89181e-05,
-    "max": 8.940959999999994e-05,
+    "seconds": 8.894760000000002e-05,
+    "min": 8.841059999999998e-05,
+    "max": 8.93238e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012272255,
-    "min": 0.0001226916,
-    "max": 0.00012273819999999996,
+    "seconds": 0.00012265074999999998,
+    "min": 0.0001225099000000001,
+    "max": 0.00012289179999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16956,15 +16956,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.492565000000004e-05,
-    "min": 5.4809100000000003e-05,
-    "max": 5.5208899999999986e-05,
+    "seconds": 5.5092500000000015e-05,
+    "min": 5.4891400000000015e-05,
+    "max": 5.536189999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.003780000000002e-05,
-    "min": 8.99799e-05,
-    "max": 9.010520000000003e-05,
+    "seconds": 8.999664999999995e-05,
+    "min": 8.992230000000006e-05,
+    "max": 9.001459999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16989,9 +16989,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.592e-05,
-    "min": 5.566350000000006e-05,
-    "max": 5.596440000000001e-05,
+    "seconds": 5.575439999999998e-05,
+    "min": 5.572590000000003e-05,
+    "max": 5.595440000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17022,9 +17022,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.831964999999998e-05,
-    "min": 4.8111599999999975e-05,
-    "max": 4.8396400000000017e-05,
+    "seconds": 4.8325400000000024e-05,
+    "min": 4.817889999999999e-05,
+    "max": 4.838979999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17062,9 +17062,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4532650000000006e-05,
-    "min": 3.448689999999997e-05,
-    "max": 3.475239999999997e-05,
+    "seconds": 3.462029999999999e-05,
+    "min": 3.447320000000001e-05,
+    "max": 3.469120000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17102,9 +17102,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.729434999999999e-05,
-    "min": 1.7203300000000026e-05,
-    "max": 1.766049999999999e-05,
+    "seconds": 1.7347000000000002e-05,
+    "min": 1.7317999999999982e-05,
+    "max": 1.7580100000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17130,15 +17130,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029544119999999987,
-    "min": 0.00029538600000000024,
-    "max": 0.00029594249999999984,
+    "seconds": 0.0002958076,
+    "min": 0.0002955377000000002,
+    "max": 0.00029610760000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004539180000000001,
-    "min": 0.0004532932999999995,
-    "max": 0.00045419640000000027,
+    "seconds": 0.0004530583999999998,
+    "min": 0.00045278120000000015,
+    "max": 0.00045419730000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17158,15 +17158,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00036751290000000016,
-    "min": 0.00036688499999999995,
-    "max": 0.00036808390000000015,
+    "seconds": 0.00036747910000000007,
+    "min": 0.00036706040000000003,
+    "max": 0.00036812459999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00047814795000000016,
-    "min": 0.0004777030000000005,
-    "max": 0.00047856670000000006,
+    "seconds": 0.0004774207500000001,
+    "min": 0.00047652800000000026,
+    "max": 0.0004782353000000009,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17211,15 +17211,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024205395000000005,
-    "min": 0.00024142609999999997,
-    "max": 0.0002422979,
+    "seconds": 0.00024171875,
+    "min": 0.00024138530000000004,
+    "max": 0.00024441809999999986,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007782311500000002,
-    "min": 0.0007769028000000003,
-    "max": 0.0007795719000000007,
+    "seconds": 0.0007783387500000004,
+    "min": 0.0007775315000000005,
+    "max": 0.0007798501999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17264,15 +17264,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020233475500000004,
-    "min": 0.0020073517000000003,
-    "max": 0.0020252089,
+    "seconds": 0.0020217461,
+    "min": 0.0020188879000000003,
+    "max": 0.0020243444999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.004865446400000001,
-    "min": 0.004860843199999999,
-    "max": 0.004869339100000002,
+    "seconds": 0.00489763055,
+    "min": 0.004892291300000001,
+    "max": 0.004901343300000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17317,15 +17317,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00054781645,
-    "min": 0.0005475649,
-    "max": 0.0005482886999999999,
+    "seconds": 0.0005526914500000001,
+    "min": 0.0005509076000000001,
+    "max": 0.0005534275,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017480604000000006,
-    "min": 0.0017472454999999999,
-    "max": 0.001752444,
+    "seconds": 0.0017593605,
+    "min": 0.0017573400999999998,
+    "max": 0.0017606865000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17370,15 +17370,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011629504000000002,
-    "min": 0.0011571982,
-    "max": 0.0011792018,
+    "seconds": 0.0011733632499999998,
+    "min": 0.0011664906999999999,
+    "max": 0.0011760816999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0027977175500000003,
-    "min": 0.0027859048999999995,
-    "max": 0.0028135791000000014,
+    "seconds": 0.0028229397000000007,
+    "min": 0.002810367199999999,
+    "max": 0.0028393388999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17423,15 +17423,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00033618099999999996,
-    "min": 0.0003326096000000001,
-    "max": 0.00033778240000000004,
+    "seconds": 0.00033907375,
+    "min": 0.0003362167,
+    "max": 0.0003398187999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010876744499999998,
-    "min": 0.0010849807000000004,
-    "max": 0.0010883719999999998,
+    "seconds": 0.0010939021000000001,
+    "min": 0.0010904106999999996,
+    "max": 0.0011002809999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17476,15 +17476,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.784965000000001e-05,
-    "min": 6.755149999999999e-05,
-    "max": 6.813439999999998e-05,
+    "seconds": 6.805695000000007e-05,
+    "min": 6.7986e-05,
+    "max": 6.844649999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00039686544999999976,
-    "min": 0.00039646379999999984,
-    "max": 0.0003973922999999998,
+    "seconds": 0.0003978217500000001,
+    "min": 0.0003974596999999998,
+    "max": 0.0003983573999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17529,15 +17529,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015769500000000004,
-    "min": 0.00015753549999999994,
-    "max": 0.0001579714000000001,
+    "seconds": 0.00015722185000000005,
+    "min": 0.00015648800000000004,
+    "max": 0.00015858080000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004946167500000044,
-    "min": 0.0004928331000000003,
-    "max": 0.0004958452999999995,
+    "seconds": 0.0004938340499999999,
+    "min": 0.0004921509999999999,
+    "max": 0.0004979646000000052,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17582,15 +17582,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010275025,
-    "min": 0.00010236160000000006,
-    "max": 0.0001033979,
+    "seconds": 0.00010332954999999998,
+    "min": 0.00010276679999999999,
+    "max": 0.00010365979999999986,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003649606000000002,
-    "min": 0.0003647090000000001,
-    "max": 0.000365681800000005,
+    "seconds": 0.00036560974999999974,
+    "min": 0.0003642990000000078,
+    "max": 0.00036677680000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17635,15 +17635,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.769875e-05,
-    "min": 4.741430000000005e-05,
-    "max": 4.8086299999999974e-05,
+    "seconds": 4.715969999999982e-05,
+    "min": 4.707470000000012e-05,
+    "max": 4.764730000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000285523499999998,
-    "min": 0.00028496610000000014,
-    "max": 0.000286226,
+    "seconds": 0.00028530920000000015,
+    "min": 0.0002845568000000004,
+    "max": 0.0002860381000000081,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17688,15 +17688,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7295799999999963e-05,
-    "min": 2.714879999999996e-05,
-    "max": 2.7542199999999955e-05,
+    "seconds": 2.7175749999999947e-05,
+    "min": 2.695309999999997e-05,
+    "max": 2.759020000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015523979999999997,
-    "min": 0.00015491780000000008,
-    "max": 0.00015562930000000017,
+    "seconds": 0.0001554081500000001,
+    "min": 0.00015503450000000084,
+    "max": 0.00015554970000000013,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17741,15 +17741,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.370539999999996e-05,
-    "min": 3.362540000000001e-05,
-    "max": 3.398729999999996e-05,
+    "seconds": 3.3596450000000074e-05,
+    "min": 3.33269e-05,
+    "max": 3.3775599999999874e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016356324999999987,
-    "min": 0.0001630293999999999,
-    "max": 0.00016404449999999997,
+    "seconds": 0.00016254630000000022,
+    "min": 0.00016239830000000014,
+    "max": 0.00016365869999999922,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17794,15 +17794,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.215025000000004e-05,
-    "min": 5.179810000000005e-05,
-    "max": 5.2262499999999956e-05,
+    "seconds": 5.219390000000001e-05,
+    "min": 5.14191e-05,
+    "max": 5.2379599999999935e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022369489999999996,
-    "min": 0.00022283689999999992,
-    "max": 0.00022444599999999946,
+    "seconds": 0.00022266015000000025,
+    "min": 0.00022208410000000003,
+    "max": 0.00022346969999999982,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17847,15 +17847,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016027735000000002,
-    "min": 0.0001592556,
-    "max": 0.00016093249999999992,
+    "seconds": 0.00015980149999999998,
+    "min": 0.00015706520000000003,
+    "max": 0.0001609705,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005500522,
-    "min": 0.0005493704000000001,
-    "max": 0.0005507671,
+    "seconds": 0.0005475688500000001,
+    "min": 0.0005463090999999998,
+    "max": 0.0005478598999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17900,15 +17900,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002679014,
-    "min": 0.00026587450000000004,
-    "max": 0.0002694323,
+    "seconds": 0.0002636041,
+    "min": 0.00026298510000000006,
+    "max": 0.0002642113,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006553180500000001,
-    "min": 0.0006540826,
-    "max": 0.0006576685999999999,
+    "seconds": 0.00065062605,
+    "min": 0.0006501279,
+    "max": 0.0006541486999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17953,15 +17953,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.35261e-05,
-    "min": 8.266859999999998e-05,
-    "max": 8.526430000000002e-05,
+    "seconds": 8.325965000000003e-05,
+    "min": 8.240990000000004e-05,
+    "max": 8.387619999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002962139999999999,
-    "min": 0.0002953409,
-    "max": 0.0002970199999999999,
+    "seconds": 0.00029482424999999993,
+    "min": 0.00029386509999999996,
+    "max": 0.00029535469999999976,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18006,15 +18006,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004111474,
-    "min": 0.00041030799999999996,
-    "max": 0.0004115063999999999,
+    "seconds": 0.00040902634999999995,
+    "min": 0.0004081872999999999,
+    "max": 0.0004097459999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010336455500000005,
-    "min": 0.0010329779000000001,
-    "max": 0.0010354364000000002,
+    "seconds": 0.0010281815500000006,
+    "min": 0.0010270679999999995,
+    "max": 0.0010335782000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18059,15 +18059,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012362814999999997,
-    "min": 0.00012339540000000002,
-    "max": 0.00012393200000000002,
+    "seconds": 0.00012345885000000003,
+    "min": 0.00012337539999999998,
+    "max": 0.0001241438,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004628666999999999,
-    "min": 0.0004624993,
-    "max": 0.00046369769999999986,
+    "seconds": 0.0004626837499999997,
+    "min": 0.00046247719999999967,
+    "max": 0.00046312249999999974,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18113,15 +18113,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.4084750000000005e-05,
-    "min": 4.394899999999987e-05,
-    "max": 4.4281199999999924e-05,
+    "seconds": 4.3915600000000004e-05,
+    "min": 4.363130000000004e-05,
+    "max": 4.4248100000000184e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016468605000000152,
-    "min": 0.00016444969999999986,
-    "max": 0.00016489500000000008,
+    "seconds": 0.00016450584999999998,
+    "min": 0.0001640358999999953,
+    "max": 0.00016495679999999942,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18167,15 +18167,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.256154999999995e-05,
-    "min": 9.236000000000006e-05,
-    "max": 9.285410000000004e-05,
+    "seconds": 9.284980000000013e-05,
+    "min": 9.25138999999999e-05,
+    "max": 9.330960000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003098017999999998,
-    "min": 0.0003086718999999999,
-    "max": 0.0003101963999999999,
+    "seconds": 0.0003080670499999989,
+    "min": 0.0003068040999999999,
+    "max": 0.00031000569999999983,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18221,15 +18221,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004033377499999999,
-    "min": 0.0004024896999999999,
-    "max": 0.00040346949999999995,
+    "seconds": 0.00039820729999999986,
+    "min": 0.00039804310000000014,
+    "max": 0.0004003552000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006382805499999944,
-    "min": 0.0006379617000000001,
-    "max": 0.0006393771000000001,
+    "seconds": 0.00063426525,
+    "min": 0.0006339556000000003,
+    "max": 0.0006347010000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18275,15 +18275,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.453775000000002e-05,
-    "min": 6.448900000000003e-05,
-    "max": 6.473889999999993e-05,
+    "seconds": 6.42719e-05,
+    "min": 6.411110000000011e-05,
+    "max": 6.457600000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001777150000000001,
-    "min": 0.00017737469999999975,
-    "max": 0.00017800840000000754,
+    "seconds": 0.00017634655000000005,
+    "min": 0.00017586420000000014,
+    "max": 0.00017778030000000012,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18329,15 +18329,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.099139999999999e-05,
-    "min": 6.063350000000005e-05,
-    "max": 6.152660000000002e-05,
+    "seconds": 6.11082e-05,
+    "min": 6.08886e-05,
+    "max": 6.126939999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024166540000000004,
-    "min": 0.0002415153999999998,
-    "max": 0.00024207250000000003,
+    "seconds": 0.00024024085000000014,
+    "min": 0.00023953389999999998,
+    "max": 0.00024122519999999985,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18383,15 +18383,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024219384999999994,
-    "min": 0.00024177269999999998,
-    "max": 0.0002425700000000001,
+    "seconds": 0.00023983295000000007,
+    "min": 0.00023957390000000012,
+    "max": 0.00024109389999999982,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004499482499999998,
-    "min": 0.00044961940000000003,
-    "max": 0.0004507180999999999,
+    "seconds": 0.0004475254000000038,
+    "min": 0.0004468991000000005,
+    "max": 0.00044929370000000026,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18437,15 +18437,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020502225000000002,
-    "min": 0.00020374660000000003,
-    "max": 0.0002064691,
+    "seconds": 0.0002029137,
+    "min": 0.0001999728,
+    "max": 0.0002047521,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006199030500000002,
-    "min": 0.0006191191999999994,
-    "max": 0.0006208416,
+    "seconds": 0.0006174574000000002,
+    "min": 0.0006157860999999999,
+    "max": 0.0006179448999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18473,9 +18473,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.712260000000004e-05,
-    "min": 6.700140000000002e-05,
-    "max": 6.721979999999997e-05,
+    "seconds": 6.692329999999998e-05,
+    "min": 6.686309999999997e-05,
+    "max": 6.720530000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -18503,15 +18503,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010780269999999996,
-    "min": 0.00010770120000000007,
-    "max": 0.00010795199999999999,
+    "seconds": 0.00010777309999999998,
+    "min": 0.00010748640000000001,
+    "max": 0.000107895,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015638429999999997,
-    "min": 0.00015629990000000005,
-    "max": 0.00015663939999999995,
+    "seconds": 0.00015645230000000003,
+    "min": 0.0001561768,
+    "max": 0.00015669930000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18533,15 +18533,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.447314999999998e-05,
-    "min": 5.4162799999999975e-05,
-    "max": 5.4815700000000004e-05,
+    "seconds": 5.432609999999999e-05,
+    "min": 5.41558e-05,
+    "max": 5.442849999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.856440000000002e-05,
-    "min": 7.766660000000001e-05,
-    "max": 7.892140000000001e-05,
+    "seconds": 7.851264999999996e-05,
+    "min": 7.80699e-05,
+    "max": 7.907490000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18563,15 +18563,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012704045000000002,
-    "min": 0.00012680189999999996,
-    "max": 0.00012728699999999996,
+    "seconds": 0.00012703025,
+    "min": 0.00012682819999999996,
+    "max": 0.00012714970000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018470644999999997,
-    "min": 0.0001844732,
-    "max": 0.00018487360000000005,
+    "seconds": 0.00018467735000000002,
+    "min": 0.00018448399999999998,
+    "max": 0.00018483549999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18593,15 +18593,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.946385000000001e-05,
-    "min": 8.932159999999997e-05,
-    "max": 8.9887e-05,
+    "seconds": 8.937275e-05,
+    "min": 8.924619999999998e-05,
+    "max": 8.951919999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012002075000000002,
-    "min": 0.00011983360000000002,
-    "max": 0.00012058150000000002,
+    "seconds": 0.00011981100000000005,
+    "min": 0.00011964380000000004,
+    "max": 0.00011999850000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18621,15 +18621,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012723329999999997,
-    "min": 0.00012717979999999997,
-    "max": 0.00012744590000000002,
+    "seconds": 0.00012708144999999996,
+    "min": 0.00012686939999999997,
+    "max": 0.00012731650000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001851835,
-    "min": 0.00018502009999999997,
-    "max": 0.0001852172,
+    "seconds": 0.0001852017000000001,
+    "min": 0.00018497729999999998,
+    "max": 0.00018533759999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18649,15 +18649,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.992920000000001e-05,
-    "min": 6.977559999999994e-05,
-    "max": 6.994239999999998e-05,
+    "seconds": 6.97885e-05,
+    "min": 6.963659999999998e-05,
+    "max": 6.994030000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.833545e-05,
-    "min": 9.79093e-05,
-    "max": 9.84924e-05,
+    "seconds": 9.835265000000003e-05,
+    "min": 9.82286e-05,
+    "max": 9.85028e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18677,15 +18677,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012707989999999998,
-    "min": 0.0001268606,
-    "max": 0.00012724749999999994,
+    "seconds": 0.00012710070000000002,
+    "min": 0.00012703039999999996,
+    "max": 0.00012719389999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001852927,
-    "min": 0.00018506710000000003,
-    "max": 0.00018545499999999998,
+    "seconds": 0.00018527985000000007,
+    "min": 0.00018503479999999983,
+    "max": 0.0001854605,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18705,15 +18705,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.853090000000003e-05,
-    "min": 6.823960000000001e-05,
-    "max": 6.879639999999998e-05,
+    "seconds": 6.852815000000002e-05,
+    "min": 6.842660000000004e-05,
+    "max": 6.85893e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.299815000000003e-05,
-    "min": 9.278329999999995e-05,
-    "max": 9.3129e-05,
+    "seconds": 9.293220000000007e-05,
+    "min": 9.252489999999998e-05,
+    "max": 9.30758e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18733,15 +18733,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012715459999999997,
-    "min": 0.00012701630000000003,
-    "max": 0.00012739879999999998,
+    "seconds": 0.00012730610000000002,
+    "min": 0.00012688600000000002,
+    "max": 0.00012743950000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018520779999999995,
-    "min": 0.00018500340000000005,
-    "max": 0.00018549400000000005,
+    "seconds": 0.00018525800000000002,
+    "min": 0.0001850922,
+    "max": 0.00018537709999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18761,15 +18761,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.109539999999997e-05,
-    "min": 7.083689999999999e-05,
-    "max": 7.117049999999998e-05,
+    "seconds": 7.098305000000003e-05,
+    "min": 7.064549999999998e-05,
+    "max": 7.111929999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.294660000000003e-05,
-    "min": 9.274759999999997e-05,
-    "max": 9.312030000000005e-05,
+    "seconds": 9.300379999999995e-05,
+    "min": 9.269299999999995e-05,
+    "max": 9.31071e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18791,15 +18791,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018385755000000002,
-    "min": 0.00018356219999999998,
-    "max": 0.00018424590000000007,
+    "seconds": 0.00018399605,
+    "min": 0.0001836136,
+    "max": 0.00018437519999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014159499999999992,
-    "min": 0.0001412861,
-    "max": 0.00014182989999999995,
+    "seconds": 0.0001415084,
+    "min": 0.00014136150000000004,
+    "max": 0.0001415818,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18821,15 +18821,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001116226,
-    "min": 0.00011148220000000001,
-    "max": 0.00011185119999999997,
+    "seconds": 0.00011156444999999997,
+    "min": 0.0001114322,
+    "max": 0.00011180900000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.821595e-05,
-    "min": 7.796080000000005e-05,
-    "max": 7.848599999999997e-05,
+    "seconds": 7.825030000000005e-05,
+    "min": 7.793180000000008e-05,
+    "max": 7.833469999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18857,9 +18857,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001854807,
-    "min": 0.00018524349999999998,
-    "max": 0.00018569190000000002,
+    "seconds": 0.00018535205,
+    "min": 0.00018498780000000007,
+    "max": 0.0001856092,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -18893,9 +18893,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.245089999999999e-05,
-    "min": 9.237650000000003e-05,
-    "max": 9.271550000000003e-05,
+    "seconds": 9.251549999999999e-05,
+    "min": 9.225140000000001e-05,
+    "max": 9.275050000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -18929,15 +18929,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018546150000000003,
-    "min": 0.00018521770000000005,
-    "max": 0.00018560520000000005,
+    "seconds": 0.00018536915000000003,
+    "min": 0.00018520019999999996,
+    "max": 0.00018549879999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003708858,
-    "min": 0.0003707743000000001,
-    "max": 0.00037100789999999984,
+    "seconds": 0.00037067554999999986,
+    "min": 0.0003704038999999999,
+    "max": 0.00037092950000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18965,15 +18965,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.237124999999999e-05,
-    "min": 9.221059999999997e-05,
-    "max": 9.268510000000003e-05,
+    "seconds": 9.249490000000002e-05,
+    "min": 9.22862e-05,
+    "max": 9.270880000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018489214999999997,
-    "min": 0.00018463859999999987,
-    "max": 0.0001849782000000001,
+    "seconds": 0.0001848940499999999,
+    "min": 0.00018476039999999993,
+    "max": 0.00018504039999999981,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -19008,15 +19008,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017170935,
-    "min": 0.00017128670000000006,
-    "max": 0.0001718198,
+    "seconds": 0.0001714391,
+    "min": 0.0001713889,
+    "max": 0.00017157530000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005842565999999998,
-    "min": 0.0005840639000000002,
-    "max": 0.0005842997,
+    "seconds": 0.00058409135,
+    "min": 0.0005838130000000001,
+    "max": 0.0005848631999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -19051,15 +19051,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017139724999999998,
-    "min": 0.00017133069999999997,
-    "max": 0.0001714751,
+    "seconds": 0.00017145105000000003,
+    "min": 0.00017139310000000005,
+    "max": 0.00017153429999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005680532500000001,
-    "min": 0.0005679913000000002,
-    "max": 0.0005681343,
+    "seconds": 0.00056801815,
+    "min": 0.0005679296,
+    "max": 0.0005680706,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -19094,15 +19094,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016816584999999998,
-    "min": 0.00016806359999999997,
-    "max": 0.00016826779999999997,
+    "seconds": 0.00016822894999999997,
+    "min": 0.00016809120000000003,
+    "max": 0.00016836249999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00102384815,
-    "min": 0.0010228837,
-    "max": 0.0010239362,
+    "seconds": 0.00102248435,
+    "min": 0.0010223081999999998,
+    "max": 0.0010242398000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -19137,15 +19137,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016429105000000002,
-    "min": 0.00016386010000000003,
-    "max": 0.00016444370000000003,
+    "seconds": 0.00016435645000000004,
+    "min": 0.00016425030000000006,
+    "max": 0.00016442209999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010121412500000001,
-    "min": 0.001011973,
-    "max": 0.0010122931,
+    "seconds": 0.0010122863000000004,
+    "min": 0.0010119733,
+    "max": 0.0010138120000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -19170,9 +19170,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00021684325,
-    "min": 0.0002166889,
-    "max": 0.00021757260000000007,
+    "seconds": 0.00021650580000000003,
+    "min": 0.0002163885000000001,
+    "max": 0.0002166419999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -19203,9 +19203,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018506739999999994,
-    "min": 0.00018501519999999998,
-    "max": 0.00018519569999999997,
+    "seconds": 0.00018488019999999997,
+    "min": 0.00018479760000000004,
+    "max": 0.00018502750000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -19239,9 +19239,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002600325,
-    "min": 0.0002598506000000001,
-    "max": 0.00026029299999999993,
+    "seconds": 0.0002598983,
+    "min": 0.00025962809999999995,
+    "max": 0.0002600449,
     "samples": 6
    },
    "backward_gpu_seconds": {
