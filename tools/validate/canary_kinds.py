@@ -81,11 +81,7 @@ def run_model(case: dict, device: torch.device, seconds: float, steps: int, scat
         _, model, batch, loss_fn, _, opt, _ = mp.ready_model(case, device, False)
 
         def step():
-            opt.zero_grad(set_to_none=True)
-            with mp.autocast_ctx(mode, device.type):
-                loss = loss_fn(model, batch)
-            loss.backward()
-            opt.step()
+            mp.plain_training_step(model, batch, loss_fn, opt, mode, device.type)
 
         for _ in range(5):  # warm-up
             step()

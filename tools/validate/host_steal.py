@@ -68,11 +68,7 @@ def main(argv=None) -> int:
             _, model, batch, loss_fn, _, opt, _ = mp.ready_model(spec, dev, False)
 
             def step():
-                opt.zero_grad(set_to_none=True)
-                with mp.autocast_ctx(mode, "cuda"):
-                    loss = loss_fn(model, batch)
-                loss.backward()
-                opt.step()
+                mp.plain_training_step(model, batch, loss_fn, opt, mode, "cuda")
             for _ in range(5):
                 step()
             torch.cuda.synchronize()

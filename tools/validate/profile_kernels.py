@@ -47,11 +47,7 @@ def profile_case(case: dict, device: torch.device, warmup: int) -> dict:
         _, model, batch, loss_fn, info, opt, _ = mp.ready_model(case, device, False)
 
         def step():
-            opt.zero_grad(set_to_none=True)
-            with mp.autocast_ctx(mode, device.type):
-                loss = loss_fn(model, batch)
-            loss.backward()
-            opt.step()
+            mp.plain_training_step(model, batch, loss_fn, opt, mode, device.type)
 
         def step_by_phase():
             # the same step with a synchronize after each phase, so that every kernel runs inside
