@@ -349,7 +349,9 @@ template <class PredictedStepAt>
             o.standalone_phases = false;
             o.host_time_scale *= validation_host_swing;
             out.back().host_swing_effect = host_swing_effect(out.back(), predict(c.graph, ctx, o));
+            const CaseError& e = out.back();
             out.back().passes = detail::pass_errors(c, framework, [&](double scale) {
+                if (scale == e.host_time_scale) return e.predicted_seconds;  // the step already predicted at this speed
                 o.host_time_scale = scale;
                 return predict(c.graph, ctx, o).step_time.value();
             });
@@ -385,7 +387,11 @@ template <class PredictedStepAt>
         out.push_back(case_error(c, predict(ir, ctx, framework, scale, c.measured_phases.has_value()), ir.memory.has_value()));
         out.back().host_time_scale = scale;
         out.back().host_swing_effect = host_swing_effect(out.back(), predict(ir, ctx, framework, scale * validation_host_swing));
-        out.back().passes = detail::pass_errors(c, framework, [&](double at) { return predict(ir, ctx, framework, at).step_time.value(); });
+        const CaseError& e = out.back();
+        out.back().passes = detail::pass_errors(c, framework, [&](double at) {
+            return at == e.host_time_scale ? e.predicted_seconds  // the step already predicted at this speed
+                                           : predict(ir, ctx, framework, at).step_time.value();
+        });
     };
     for (const auto& c : set.cases) one(c);
     for (const auto& c : set.exported_only) one(c);
