@@ -9,7 +9,7 @@
 #include "catch.hpp"
 
 #include <roofsim/builtin_profiles.hpp>
-#include <roofsim/validation.hpp>
+#include <validate/validation.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -297,7 +297,7 @@ TEST_CASE("a model case's phases, each timed on its own, are read and predicted 
     CHECK((p.forward_backward + p.optimizer).value() >= whole.step_time.value() * (1 - 1e-12));
     // Without an optimizer, its phase takes nothing.
     o.lowering.optimizer.kind = OptimizerKind::none;
-    CHECK(standalone_phases(predict(set.cases[0].graph, ctx, o).kernels, ctx, host_costs_from_launch_rate(ctx)).optimizer.value() == 0.0);
+    CHECK(standalone_phases(predict(set.cases[0].graph, ctx, o), ctx, nullptr, o.lowering.optimizer, 1.0).optimizer.value() == 0.0);
 }
 
 TEST_CASE("a case's error keeps the prediction's host and GPU times; over runs, their median ratio", "[accuracy][validation]") {

@@ -6,7 +6,7 @@
 #include "catch.hpp"
 
 #include <roofsim/roofsim.hpp>
-#include <roofsim/validation.hpp>
+#include <validate/validation.hpp>
 
 #include <cstdlib>
 #include <filesystem>
@@ -103,7 +103,7 @@ json file_predictions(const CostContext& ctx, const FrameworkProfile* fw) {
     }
     for (const std::string& f : irs) {
         const KernelIr ir = load_kernel_ir(root / f);
-        files.push_back({{"file", f}, {"prediction", step_numbers(predict(ir, ctx, fw), true)}});
+        files.push_back({{"file", f}, {"prediction", step_numbers(predict(ir, ctx, framework_options(fw)), true)}});
     }
     std::sort(files.begin(), files.end(), [](const json& a, const json& b) { return a["file"] < b["file"]; });
     return files;

@@ -77,7 +77,7 @@ TEST_CASE("predicting from the IR of a graph gives the graph's prediction", "[ir
     const Graph g = *zoo::model(model, model == "resnet50" ? 224 : 128);
     const Prediction from_graph = predict(g, ctx, o);
     const KernelIr ir = kernel_ir_from_json(to_json(to_kernel_ir(lower(g, o.lowering), o.lowering)), "ir");
-    const Prediction from_ir = predict(ir, ctx, framework);
+    const Prediction from_ir = predict(ir, ctx, framework_options(framework));
     CHECK(from_ir.step_time.value() == Catch::Approx(from_graph.step_time.value()).epsilon(1e-12));
     CHECK(from_ir.host_time.value() == Catch::Approx(from_graph.host_time.value()).epsilon(1e-12));
     CHECK(from_ir.gpu_time.value() == Catch::Approx(from_graph.gpu_time.value()).epsilon(1e-12));
@@ -98,7 +98,7 @@ TEST_CASE("an unknown op is costed on the roofline, counted and flagged, never z
     CHECK(ir.list.model == "two-layer-mlp");
     CHECK(ir.batch == 64);
     const CostContext ctx = make_cost_context(gpu_or_throw("a100-80gb-sxm"));
-    const Prediction p = predict(ir, ctx, nullptr);
+    const Prediction p = predict(ir, ctx, PredictOptions{});
     CHECK(p.flagged_kernels == 1);
     // 128 KiB at the A100 80GB's 2039 GB/s datasheet bandwidth.
     CHECK(p.flagged_gpu_time.value() == Catch::Approx(131072.0 / 2039e9));

@@ -3,7 +3,7 @@
 #include <roofsim/lower.hpp>
 #include <roofsim/memory.hpp>
 #include <roofsim/predict.hpp>
-#include <roofsim/validation.hpp>
+#include <validate/validation.hpp>
 #include <roofsim/zoo/zoo.hpp>
 
 #include <algorithm>

@@ -924,11 +924,10 @@ TEST_CASE("optimizer.step() costs the figures of the optimizer as it runs, measu
     figure("optimizer_adamw_foreach_cold_per_param", 12e-6);
     CHECK(step(adamw) == Catch::Approx(400e-6 + 161 * 12e-6));
     // steps timed one after another (the validation's optimizer on its own): the back-to-back figures
-    CHECK(optimizer_step_host_seconds(f, adamw, tensors, false).value() == Catch::Approx(300e-6 + 161 * 10e-6));
-    CHECK(optimizer_step_host_seconds(f, sgd, tensors, false).value() == Catch::Approx(150e-6 + 161 * 3e-6));
+    CHECK(optimizer_step_host_seconds(f, adamw, tensors, OptimizerTiming::back_to_back).value() == Catch::Approx(300e-6 + 161 * 10e-6));
+    CHECK(optimizer_step_host_seconds(f, sgd, tensors, OptimizerTiming::back_to_back).value() == Catch::Approx(150e-6 + 161 * 3e-6));
     const HostCosts h = host_costs_from_framework(f, PrecisionMode::amp_bf16, adamw, tensors);
     CHECK(h.optimizer_step.value() == Catch::Approx(400e-6 + 161 * 12e-6));
-    CHECK(h.optimizer_step_back_to_back.value() == Catch::Approx(300e-6 + 161 * 10e-6));
     OptimizerOptions none;
     none.kind = OptimizerKind::none;
     CHECK(step(none) == 0);
@@ -1065,10 +1064,8 @@ TEST_CASE("optimizer.zero_grad() is charged on the host before a step's first ke
     o.lowering.optimizer.kind = OptimizerKind::sgd;
     o.lowering.optimizer.weight_decay = false;
     o.framework = &f;
-    o.standalone_phases = true;
     const Prediction without = predict(g, ctx, o);
     CHECK(without.zero_grad_time.value() == 0);  // a profile without the figures charges nothing
-    REQUIRE(without.standalone.has_value());
 
     set_figure(f, "zero_grad_per_step", 40e-6);
     set_figure(f, "zero_grad_per_param", 3e-6);
@@ -1082,16 +1079,12 @@ TEST_CASE("optimizer.zero_grad() is charged on the host before a step's first ke
     CHECK(with.host_time.value() == Catch::Approx(without.host_time.value() + zero_grad));
     CHECK(with.forward_time.value() == Catch::Approx(without.forward_time.value()));
     CHECK(with.timeline.kernels.front().issued.value() == Catch::Approx(without.timeline.kernels.front().issued.value() + zero_grad));
-    // the validation times each phase alone after a zero_grad outside its clock
-    REQUIRE(with.standalone.has_value());
-    CHECK(with.standalone->forward.value() == without.standalone->forward.value());
-    CHECK(with.standalone->forward_backward.value() == without.standalone->forward_backward.value());
-    CHECK(with.standalone->optimizer.value() == without.standalone->optimizer.value());
-    // the optimizer on its own costs the host the back-to-back figures, inside the step the cold ones
+    // inside the step the optimizer costs the host the cold-cache figures where the profile has them
     set_figure(f, "optimizer_sgd_foreach_cold_per_step", 900e-6);
     set_figure(f, "optimizer_sgd_foreach_cold_per_param", 9e-6);
     const Prediction cold = predict(g, ctx, o);
-    CHECK(cold.standalone->optimizer.value() == Catch::Approx(with.standalone->optimizer.value()));
+    CHECK(optimizer_step_host_seconds(f, o.lowering.optimizer, static_cast<std::size_t>(tensors), OptimizerTiming::back_to_back).value() ==
+          Catch::Approx(100e-6 + tensors * 2e-6));
     CHECK(cold.host_time.value() == Catch::Approx(with.host_time.value() + (900e-6 + tensors * 9e-6) - (100e-6 + tensors * 2e-6)));
     CHECK(to_json(with).at("zero_grad_seconds").get<double>() == Catch::Approx(zero_grad));
 
@@ -1560,29 +1553,29 @@ TEST_CASE("an exported IR's model code costs its time at export, scaled by the P
     FrameworkProfile f = h200_test_framework({{"layer_forward_relu", 10e-6}, {"layer_forward_add", 4e-6},
                                               {"layer_forward_reshape", 30e-6}, {"layer_forward_view_chain", 3e-6}});
     const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"));
-    const Prediction plain = predict(ir_doc(false, std::nullopt), ctx, &f);
+    const Prediction plain = predict(ir_doc(false, std::nullopt), ctx, framework_options(&f));
     CHECK(plain.host_time.value() == Catch::Approx(13e-6));  // a view in model code: the chain's 3 us, not a reshape layer's 30
     // no python_reference in the profile: the code at the exporting host's speed, and the source says so
-    const Prediction unscaled = predict(ir_doc(true, 1e-3), ctx, &f);
+    const Prediction unscaled = predict(ir_doc(true, 1e-3), ctx, framework_options(&f));
     CHECK(unscaled.host_time.value() - plain.host_time.value() == Catch::Approx(300e-6));
     CHECK(host_costs_for_ir(ir_doc(true, 1e-3), ctx, &f).source.find("the profile has no python_reference") != std::string::npos);
     // this host's fastest call of the reference work takes half the exporting host's: the code takes
     // half as long, whatever the figure's median (a swing of this host's speed while the probe ran)
     set_figure(f, "python_reference", 1.8e-3);
     f.figures["python_reference"].min = f.figures["python_reference"].measured_min = 0.5e-3;
-    const Prediction scaled = predict(ir_doc(true, 1e-3), ctx, &f);
+    const Prediction scaled = predict(ir_doc(true, 1e-3), ctx, framework_options(&f));
     CHECK(scaled.host_time.value() - plain.host_time.value() == Catch::Approx(150e-6));
     // the exporting host timed the code while its reference calls took 2 ms (their median), twice its
     // fastest: the code ran at that speed, and takes a quarter of its timed length here
     nlohmann::json slow_export = to_json(ir_doc(true, 1e-3));
     slow_export["model_code"]["timed_reference_seconds"] = 2e-3;
     const KernelIr slow_ir = kernel_ir_from_json(slow_export, "ir.json");
-    CHECK(predict(slow_ir, ctx, &f).host_time.value() - plain.host_time.value() == Catch::Approx(75e-6));
+    CHECK(predict(slow_ir, ctx, framework_options(&f)).host_time.value() - plain.host_time.value() == Catch::Approx(75e-6));
     CHECK(to_json(slow_ir)["model_code"]["timed_reference_seconds"] == 2e-3);  // written back
     slow_export["model_code"]["timed_reference_seconds"] = 0.5e-3;  // a median faster than the fastest call
     CHECK_THROWS_WITH(kernel_ir_from_json(slow_export, "ir.json"), Catch::Contains("/model_code/timed_reference_seconds"));
     // an earlier exporter's reference (a median of the moment): the code as timed, and the source says so
-    const Prediction earlier = predict(ir_doc(true, 1e-3, true), ctx, &f);
+    const Prediction earlier = predict(ir_doc(true, 1e-3, true), ctx, framework_options(&f));
     CHECK(earlier.host_time.value() - plain.host_time.value() == Catch::Approx(300e-6));
     CHECK(host_costs_for_ir(ir_doc(true, 1e-3, true), ctx, &f).source.find("export it again") != std::string::npos);
     CHECK(to_json(ir_doc(true, 1e-3, true))["model_code"].contains("reference_seconds"));  // kept as read
@@ -1594,11 +1587,11 @@ TEST_CASE("an exported IR's model code costs its time at export, scaled by the P
     two["model_code"].erase("fastest_reference_seconds");
     CHECK_THROWS_WITH(kernel_ir_from_json(two, "ir.json"), Catch::Contains("one of them"));
     // and with every host cost (PredictOptions::host_time_scale, the validation's canary): twice as slow
-    const Prediction slower = predict(ir_doc(true, 1e-3), ctx, &f, 2.0);
+    const Prediction slower = predict(ir_doc(true, 1e-3), ctx, framework_options(&f, 2.0));
     CHECK(slower.host_time.value() == Catch::Approx(2 * scaled.host_time.value()));
     // a profile without the view chain figure: the reshape layer's, as before
     f.figures.erase("layer_forward_view_chain");
-    CHECK(predict(ir_doc(false, std::nullopt), ctx, &f).host_time.value() == Catch::Approx(40e-6));
+    CHECK(predict(ir_doc(false, std::nullopt), ctx, framework_options(&f)).host_time.value() == Catch::Approx(40e-6));
     // model code on a GPU kernel is refused, naming the field
     nlohmann::json bad = to_json(ir_doc(false, std::nullopt));
     bad["kernels"][2]["python_seconds"] = 1e-6;

@@ -24,6 +24,10 @@
 
 namespace roofsim {
 
+/// Which of a profile's optimizer.step() figures: inside a training step (measured with the CPU's
+/// caches flushed before each step, where the profile has such figures), or steps back to back.
+enum class OptimizerTiming { in_training_step, back_to_back };
+
 /// One measured host cost, in seconds, with its spread and method.
 struct FrameworkFigure {
     double seconds = 0, min = 0, max = 0;
@@ -374,10 +378,10 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
 /// caches flushed before each step (`_cold`: in a training step the forward and backward run between
 /// two optimizer steps). A profile without those figures (before the twenty-third run of 2026-11-30)
 /// gives the back-to-back ones, then SGD's without weight decay. Adam reads AdamW's figures.
-/// `cold_caches` false: the back-to-back figures alone (steps timed one after another, as the
-/// validation times the optimizer on its own).
+/// OptimizerTiming::back_to_back: the back-to-back figures alone (steps timed one after another).
 [[nodiscard]] inline Seconds optimizer_step_host_seconds(const FrameworkProfile& f, const OptimizerOptions& optimizer,
-                                                         std::size_t parameter_tensors, bool cold_caches = true) {
+                                                         std::size_t parameter_tensors,
+                                                         OptimizerTiming timing = OptimizerTiming::in_training_step) {
     if (optimizer.kind == OptimizerKind::none) return Seconds(0);
     const bool sgd = optimizer.kind == OptimizerKind::sgd;
     const std::string_view impl = optimizer.fused ? "_fused" : "_foreach";
@@ -389,7 +393,7 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
     key.reserve(64);
     for (const std::string_view kind : kinds) {
         for (const std::string_view when : {std::string_view("_cold"), std::string_view()}) {
-            if (!cold_caches && !when.empty()) continue;
+            if (timing == OptimizerTiming::back_to_back && !when.empty()) continue;
             key.assign(kind).append(impl).append(when);
             const std::size_t base = key.size();
             const auto per_step = f.seconds(key.append("_per_step"));
@@ -587,7 +591,6 @@ namespace detail {
         h.backward_call = h.backward_call * share_before;
     }
     h.optimizer_step = optimizer_step_host_seconds(f, optimizer, parameter_tensors);
-    h.optimizer_step_back_to_back = optimizer_step_host_seconds(f, optimizer, parameter_tensors, false);
     h.optimizer_launches = optimizer_launches(f, optimizer);
     h.zero_grad = zero_grad_host_seconds(f, optimizer, parameter_tensors);
     h.conv_growth = conv_host_growth_from_framework(f, mode);

@@ -35,12 +35,6 @@ struct LayerTime {
     double share = 0;                           ///< of the step's GPU time
 };
 
-/// A step's phases each timed on its own, as a measurement that synchronizes before and after each
-/// does (tools/validate's forward, forward + backward and optimizer timings of a model case).
-struct StandalonePhases {
-    Seconds forward{0}, forward_backward{0}, optimizer{0};
-};
-
 struct Prediction {
     std::string gpu_key;
     std::string ceilings_origin;
@@ -59,29 +53,9 @@ struct Prediction {
     Seconds flagged_gpu_time{0};
     KernelList kernels;
     Timeline timeline;
-    /// Where asked for (PredictOptions::standalone_phases): each phase simulated on its own.
-    std::optional<StandalonePhases> standalone;
+    HostCosts host;                       ///< the host costs the step was simulated with
+    std::size_t parameter_tensors = 0;    ///< trainable parameter tensors (the optimizer's per-tensor costs)
 };
-
-/// The step's phases each simulated on its own, from an idle GPU: its forward kernels alone, its
-/// forward and backward kernels, its optimizer kernels alone (no optimizer: 0); none after a zero_grad(),
-/// the optimizer's host time that of steps one after another (as the validation times it on its own).
-[[nodiscard]] inline StandalonePhases standalone_phases(const KernelList& kernels, const CostContext& ctx, HostCosts host) {
-    host.zero_grad = Seconds(0);
-    HostCosts optimizer_host = host;
-    optimizer_host.optimizer_step = host.optimizer_step_back_to_back;
-    const auto time_of = [&](auto keep, const HostCosts& h) {
-        KernelList part;
-        part.model = kernels.model;
-        part.precision = kernels.precision;
-        for (const Kernel& k : kernels.kernels) {
-            if (keep(k.phase)) part.kernels.push_back(k);
-        }
-        return part.kernels.empty() ? Seconds(0) : simulate(part, ctx, h).step_time;
-    };
-    return {time_of([](Phase p) { return p == Phase::forward; }, host), time_of([](Phase p) { return p != Phase::optimizer; }, host),
-            time_of([](Phase p) { return p == Phase::optimizer; }, optimizer_host)};
-}
 
 namespace detail {
 
@@ -170,9 +144,15 @@ struct PredictOptions {
     /// Every host cost times this: the host at hand against the one the framework profile was
     /// measured on (1.3: 30 % slower; the ratio of their canaries, seconds per tiny torch.add).
     double host_time_scale = 1.0;
-    /// Also simulate each phase on its own (Prediction::standalone): three more simulations.
-    bool standalone_phases = false;
 };
+
+/// Options that read host costs from `framework`, on a host `host_time_scale` times slower.
+[[nodiscard]] inline PredictOptions framework_options(const FrameworkProfile* framework, double host_time_scale = 1.0) {
+    PredictOptions o;
+    o.framework = framework;
+    o.host_time_scale = host_time_scale;
+    return o;
+}
 
 /// Predicts a training step of a layer graph.
 [[nodiscard]] inline Prediction predict(const Graph& graph, const CostContext& ctx, const PredictOptions& options) {
@@ -185,10 +165,9 @@ struct PredictOptions {
                          : host_costs_from_launch_rate(ctx);
     if (options.framework) note_host_of_other_gpu(host, *options.framework, ctx);
     host = scaled(std::move(host), options.host_time_scale);
-    std::optional<StandalonePhases> standalone;
-    if (options.standalone_phases) standalone = standalone_phases(step.kernels, ctx, host);
     Prediction p = detail::predict_kernels(std::move(step.kernels), ctx, host, &lowered.rows);
-    p.standalone = standalone;
+    p.host = std::move(host);
+    p.parameter_tensors = step.parameter_tensors.size();
     p.batch = options.lowering.batch;
     p.parameters = step.parameter_count();
     p.memory = detail::estimate_memory(step, options.lowering, lowered.saved, lowered.largest_output);

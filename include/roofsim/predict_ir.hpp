@@ -54,13 +54,13 @@ namespace roofsim {
 
 /// Predicts a training step from a kernel IR. Rows are the IR's layers (module paths); a row's op is
 /// the layer-graph op its kernels implement. Memory is the IR's own count where it has one.
-/// `host_time_scale`: every host cost times this (PredictOptions::host_time_scale); with
-/// `with_standalone_phases`, each phase is simulated on its own too (Prediction::standalone).
-[[nodiscard]] inline Prediction predict(const KernelIr& ir, const CostContext& ctx, const FrameworkProfile* framework,
-                                        double host_time_scale = 1.0, bool with_standalone_phases = false) {
-    const HostCosts host = scaled(host_costs_for_ir(ir, ctx, framework), host_time_scale);
+/// The IR fixes the batch, the precision mode and the optimizer: of `options`, only the framework
+/// profile and the host time scale are read.
+[[nodiscard]] inline Prediction predict(const KernelIr& ir, const CostContext& ctx, const PredictOptions& options) {
+    HostCosts host = scaled(host_costs_for_ir(ir, ctx, options.framework), options.host_time_scale);
     Prediction p = predict_kernels(ir.list, ctx, host);
-    if (with_standalone_phases) p.standalone = standalone_phases(ir.list, ctx, host);
+    p.host = std::move(host);
+    p.parameter_tensors = static_cast<std::size_t>(ir.parameter_tensors);
     p.batch = ir.batch;
     p.parameters = ir.parameter_elements;
     std::map<std::string_view, std::string_view, std::less<>> op_of_layer;  // views of p's kernels' names

@@ -108,7 +108,6 @@ struct HostCosts {
     HostFigureTable<double> backward_nodes;
     Seconds backward_walk_per_node{0};        ///< backward()'s walk of its graph, per node, before any node runs
     Seconds optimizer_step{0};                ///< the whole optimizer.step(), inside a training step
-    Seconds optimizer_step_back_to_back{0};   ///< the same, steps one after another (standalone_phases)
     /// Where optimizer.step() launches each foreach op's kernels, in order (empty: every kernel after
     /// all of its host time)
     std::vector<OptimizerLaunch> optimizer_launches;
@@ -141,7 +140,7 @@ template <class Value>
         for (auto& [op, seconds] : *table) seconds = seconds * factor;
     }
     for (Seconds* s : {&h.default_forward, &h.default_backward, &h.backward_call, &h.backward_call_end, &h.optimizer_step,
-                       &h.optimizer_step_back_to_back, &h.zero_grad, &h.per_kernel, &h.synchronize, &h.backward_walk_per_node}) {
+                       &h.zero_grad, &h.per_kernel, &h.synchronize, &h.backward_walk_per_node}) {
         *s = *s * factor;
     }
     for (auto* points : {&h.conv_growth.kernel_1x1, &h.conv_growth.other}) {
@@ -163,7 +162,7 @@ template <class Value>
     HostCosts h;
     if (ctx.ceilings.launch_latency) {
         const Seconds launch = ctx.ceilings.launch_latency->value;
-        h.default_forward = h.default_backward = h.per_kernel = h.optimizer_step = h.optimizer_step_back_to_back = launch;
+        h.default_forward = h.default_backward = h.per_kernel = h.optimizer_step = launch;
         h.source = ctx.ceilings.launch_latency->source + "; no framework profile: PyTorch's dispatch cost not included";
     } else {
         h.source = "none (no calibration: host time not modelled)";

@@ -5,7 +5,7 @@
 #include "text_table.hpp"
 
 #include <roofsim/roofsim.hpp>
-#include <roofsim/validation.hpp>
+#include <validate/validation.hpp>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -759,7 +759,7 @@ int main(int argc, char** argv) {
                 }
                 p = roofsim::predict(*graph, ctx, options);
             } else {
-                p = roofsim::predict(std::get<roofsim::KernelIr>(input), ctx, options.framework, options.host_time_scale);
+                p = roofsim::predict(std::get<roofsim::KernelIr>(input), ctx, options);
             }
             if (predict_strict && p.flagged_kernels > 0) {
                 std::ostringstream why;

@@ -25,6 +25,44 @@
 
 namespace roofsim {
 
+/// A step's phases each timed on its own, as a measurement that synchronizes before and after each
+/// does (measure_pytorch.py's forward, forward + backward and optimizer timings of a model case).
+struct StandalonePhases {
+    Seconds forward{0}, forward_backward{0}, optimizer{0};
+};
+
+/// The step's phases each simulated on its own, from an idle GPU: its forward kernels alone, its
+/// forward and backward kernels, its optimizer kernels alone (no optimizer: 0); none after a
+/// zero_grad(), the optimizer's host time `optimizer_back_to_back` (steps one after another, as the
+/// validation times it on its own).
+[[nodiscard]] inline StandalonePhases standalone_phases(const KernelList& kernels, const CostContext& ctx, HostCosts host,
+                                                        Seconds optimizer_back_to_back) {
+    host.zero_grad = Seconds(0);
+    HostCosts optimizer_host = host;
+    optimizer_host.optimizer_step = optimizer_back_to_back;
+    const auto time_of = [&](auto keep, const HostCosts& h) {
+        KernelList part;
+        part.model = kernels.model;
+        part.precision = kernels.precision;
+        for (const Kernel& k : kernels.kernels) {
+            if (keep(k.phase)) part.kernels.push_back(k);
+        }
+        return part.kernels.empty() ? Seconds(0) : simulate(part, ctx, h).step_time;
+    };
+    return {time_of([](Phase p) { return p == Phase::forward; }, host), time_of([](Phase p) { return p != Phase::optimizer; }, host),
+            time_of([](Phase p) { return p == Phase::optimizer; }, optimizer_host)};
+}
+
+/// A prediction's phases each on its own (standalone_phases): the optimizer's host time the
+/// profile's back-to-back figure at the prediction's host scale, or (no profile) the prediction's own.
+[[nodiscard]] inline StandalonePhases standalone_phases(const Prediction& p, const CostContext& ctx, const FrameworkProfile* framework,
+                                                        const OptimizerOptions& optimizer, double host_time_scale) {
+    const Seconds back_to_back =
+        framework ? optimizer_step_host_seconds(*framework, optimizer, p.parameter_tensors, OptimizerTiming::back_to_back) * host_time_scale
+                  : p.host.optimizer_step;
+    return standalone_phases(p.kernels, ctx, p.host, back_to_back);
+}
+
 /// One measured case, rebuilt for prediction.
 struct ValidationCase {
     std::string id;         ///< "linear/b8x1024x768->3072/fp32"
@@ -302,7 +340,6 @@ struct CaseError {
         e.predicted_peak_bytes = p.memory.peak.value();
         e.memory_error = (*e.predicted_peak_bytes - *c.measured_peak_bytes) / *c.measured_peak_bytes;
     }
-    if (c.measured_phases) e.predicted_phases = p.standalone;
     return e;
 }
 
@@ -342,11 +379,11 @@ template <class PredictedStepAt>
         o.lowering = c.options;
         o.framework = framework;
         o.host_time_scale = host_time_scale(c, framework, speed);
-        o.standalone_phases = c.measured_phases.has_value();
-        out.push_back(case_error(c, predict(c.graph, ctx, o), c.model));
+        const Prediction p = predict(c.graph, ctx, o);
+        out.push_back(case_error(c, p, c.model));
+        if (c.measured_phases) out.back().predicted_phases = standalone_phases(p, ctx, framework, c.options.optimizer, o.host_time_scale);
         out.back().host_time_scale = o.host_time_scale;
         if (c.model) {
-            o.standalone_phases = false;
             o.host_time_scale *= validation_host_swing;
             out.back().host_swing_effect = host_swing_effect(out.back(), predict(c.graph, ctx, o));
             const CaseError& e = out.back();
@@ -384,13 +421,20 @@ template <class PredictedStepAt>
                                      std::to_string(c.options.batch) + ", " + c.precision);
         }
         const double scale = host_time_scale(c, framework, speed);
-        out.push_back(case_error(c, predict(ir, ctx, framework, scale, c.measured_phases.has_value()), ir.memory.has_value()));
+        PredictOptions o;
+        o.framework = framework;
+        o.host_time_scale = scale;
+        const Prediction p = predict(ir, ctx, o);
+        out.push_back(case_error(c, p, ir.memory.has_value()));
+        if (c.measured_phases) out.back().predicted_phases = standalone_phases(p, ctx, framework, ir.optimizer, scale);
         out.back().host_time_scale = scale;
-        out.back().host_swing_effect = host_swing_effect(out.back(), predict(ir, ctx, framework, scale * validation_host_swing));
+        o.host_time_scale = scale * validation_host_swing;
+        out.back().host_swing_effect = host_swing_effect(out.back(), predict(ir, ctx, o));
         const CaseError& e = out.back();
         out.back().passes = detail::pass_errors(c, framework, [&](double at) {
-            return at == e.host_time_scale ? e.predicted_seconds  // the step already predicted at this speed
-                                           : predict(ir, ctx, framework, at).step_time.value();
+            if (at == e.host_time_scale) return e.predicted_seconds;  // the step already predicted at this speed
+            o.host_time_scale = at;
+            return predict(ir, ctx, o).step_time.value();
         });
     };
     for (const auto& c : set.cases) one(c);
