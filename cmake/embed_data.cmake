@@ -1,9 +1,10 @@
-# Writes include/roofsim/detail/embedded_<set>.hpp from data/<set>/*.json, so the header-only
-# library carries its data. Run from the repository root after editing data/:
+# Writes include/roofsim/detail/embedded_gpus.hpp from data/gpus/*.json, so the header-only library
+# carries the datasheets (the measured profiles are read from data/ or the installed share/roofsim:
+# profile/builtin.hpp). Run from the repository root after editing data/gpus/:
 #   cmake -P cmake/embed_data.cmake
 # tests/test_embedded.cpp fails when an embedded copy and its file differ.
 get_filename_component(root "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
-foreach(set gpus calibrations framework)
+foreach(set gpus)
   file(GLOB files RELATIVE "${root}/data/${set}" "${root}/data/${set}/*.json")
   list(SORT files)
   list(LENGTH files count)

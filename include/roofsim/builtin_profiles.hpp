@@ -1,27 +1,69 @@
 #pragma once
-/// Calibration profiles shipped with roofsim (data/calibrations/*.json, embedded in the headers):
-/// measured on real GPUs, each with its provenance.
+/// The measured profiles shipped with roofsim (data/calibrations/*.json, data/framework/*.json), each
+/// with its provenance. They are read, once, from a folder: the source tree's data/ in a build, the
+/// installed share/roofsim after `cmake --install` (the compile definition ROOFSIM_DATA_DIR that the
+/// CMake target roofsim::roofsim sets), or wherever $ROOFSIM_DATA_DIR or set_builtin_data_dir() says.
 
 #include <roofsim/calibration.hpp>
-#include <roofsim/detail/embedded_calibrations.hpp>
-#include <roofsim/detail/embedded_framework.hpp>
 #include <roofsim/framework.hpp>
 #include <roofsim/detail/json_file.hpp>
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace roofsim {
 
+namespace detail {
+/// The folder set by set_builtin_data_dir(), if any.
+inline std::optional<std::filesystem::path>& builtin_data_dir_override() {
+    static std::optional<std::filesystem::path> dir;
+    return dir;
+}
+
+/// The *.json files directly in `dir` (not in its subfolders), sorted by name; an error naming the
+/// folder where it does not exist.
+[[nodiscard]] inline std::vector<std::filesystem::path> json_files_in(const std::filesystem::path& dir) {
+    if (!std::filesystem::is_directory(dir)) {
+        throw std::runtime_error(dir.string() + ": no such folder of built-in profiles (set ROOFSIM_DATA_DIR to the "
+                                                "installed share/roofsim or to the source tree's data/)");
+    }
+    std::vector<std::filesystem::path> files;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    return files;
+}
+}  // namespace detail
+
+/// Reads the built-in profiles from `dir` instead (a folder with calibrations/ and framework/), for
+/// profiles read after the call; the CLI points it at the share/roofsim beside its executable.
+inline void set_builtin_data_dir(std::filesystem::path dir) { detail::builtin_data_dir_override() = std::move(dir); }
+
+/// The folder the built-in profiles are read from: set_builtin_data_dir()'s, else $ROOFSIM_DATA_DIR,
+/// else the one the build defined (ROOFSIM_DATA_DIR). An error where none is known.
+[[nodiscard]] inline std::filesystem::path builtin_data_dir() {
+    if (const auto& dir = detail::builtin_data_dir_override()) return *dir;
+    if (const char* env = std::getenv("ROOFSIM_DATA_DIR"); env && *env) return env;
+#ifdef ROOFSIM_DATA_DIR
+    return ROOFSIM_DATA_DIR;
+#else
+    throw std::runtime_error("roofsim: no folder of built-in profiles is known: link roofsim::roofsim with CMake, "
+                             "or set ROOFSIM_DATA_DIR to the installed share/roofsim");
+#endif
+}
+
 /// Every built-in calibration profile, parsed and validated once.
 [[nodiscard]] inline const std::vector<Calibration>& builtin_calibrations() {
     static const std::vector<Calibration> profiles = [] {
         std::vector<Calibration> out;
-        for (const auto& [file_name, text] : detail::embedded_calibrations_files) {
-            const std::string origin = "embedded " + std::string(file_name);
-            out.push_back(calibration_from_json(detail::parse_json_text(text, origin), origin));
-        }
+        for (const auto& path : detail::json_files_in(builtin_data_dir() / "calibrations")) out.push_back(load_calibration(path));
         return out;
     }();
     return profiles;
@@ -39,10 +81,7 @@ namespace roofsim {
 [[nodiscard]] inline const std::vector<FrameworkProfile>& builtin_framework_profiles() {
     static const std::vector<FrameworkProfile> profiles = [] {
         std::vector<FrameworkProfile> out;
-        for (const auto& [file_name, text] : detail::embedded_framework_files) {
-            const std::string origin = "embedded " + std::string(file_name);
-            out.push_back(framework_profile_from_json(detail::parse_json_text(text, origin), origin));
-        }
+        for (const auto& path : detail::json_files_in(builtin_data_dir() / "framework")) out.push_back(load_framework_profile(path));
         return out;
     }();
     return profiles;

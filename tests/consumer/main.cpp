@@ -1,4 +1,5 @@
-// Uses the installed headers and the embedded GPU table, with no data files around.
+// Uses the installed headers, the embedded GPU table and the installed measured profiles
+// (share/roofsim), the way a capacity planner would.
 #include <roofsim/roofsim.hpp>
 
 #include <cstdio>
@@ -7,5 +8,8 @@ int main() {
     const auto c = roofsim::ceilings_from_spec(roofsim::gpu_or_throw("rtx-a6000"));
     std::printf("consumer: rtx-a6000 tf32 ridge %.1f FLOP/B\n",
                 roofsim::ridge_point(roofsim::ComputeUnit::tf32_tensor, roofsim::MemoryLevel::dram, c).value());
-    return 0;
+    const roofsim::Calibration* measured = roofsim::find_builtin_calibration("h200-sxm");
+    std::printf("consumer: profiles from %s: h200-sxm %s\n", roofsim::builtin_data_dir().string().c_str(),
+                measured ? "measured" : "missing");
+    return measured ? 0 : 1;
 }

@@ -1,6 +1,7 @@
 // roofsim: GPU specs, rooflines and kernel times from the command line.
 // Exit codes: 0 ok, 1 error (bad file, failed computation), 2 usage (bad option or argument value).
 
+#include "data_dir.hpp"
 #include "quantity_parse.hpp"
 #include "text_table.hpp"
 
@@ -492,6 +493,7 @@ void print_prediction_csv(const roofsim::Prediction& p, std::ostream& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    roofsim::cli::use_installed_data_dir();
     CLI::App app{"roofsim: GPU specs, rooflines and kernel times for PyTorch training on NVIDIA GPUs"};
     app.require_subcommand(1);
     app.fallthrough();
