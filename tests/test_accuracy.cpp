@@ -8,7 +8,7 @@
 // one run shows.
 #include "catch.hpp"
 
-#include <roofsim/builtin_profiles.hpp>
+#include <roofsim/profile/builtin.hpp>
 #include <validate/validation.hpp>
 
 #include <algorithm>

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "catch.hpp"
-#include "roofsim/calibration.hpp"
-#include "roofsim/detail/fit.hpp"
+#include <roofsim/profile/calibration.hpp>
+#include <roofsim/detail/fit.hpp>
 
 using namespace roofsim;
 namespace fs = std::filesystem;

@@ -1,6 +1,6 @@
 #include "catch.hpp"
 
-#include <roofsim/builtin_profiles.hpp>
+#include <roofsim/profile/builtin.hpp>
 #include <roofsim/detail/embedded_gpus.hpp>
 #include <roofsim/detail/json_file.hpp>
 

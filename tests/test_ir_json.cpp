@@ -1,7 +1,8 @@
 #include "catch.hpp"
 
-#include <roofsim/builtin_profiles.hpp>
-#include <roofsim/predict_ir.hpp>
+#include <roofsim/profile/builtin.hpp>
+#include <roofsim/predict.hpp>
+#include <roofsim/report/operators.hpp>
 #include <roofsim/zoo/zoo.hpp>
 
 #include <filesystem>
@@ -57,7 +58,7 @@ TEST_CASE("a lowered step survives the IR's JSON form kernel for kernel", "[ir][
     nlohmann::json unsaid = to_json(plain);
     unsaid["optimizer"].erase("weight_decay");
     CHECK(kernel_ir_from_json(unsaid, "unsaid").optimizer.weight_decay);
-    CHECK(back.list.precision == to_string(mode));
+    CHECK(back.list.precision == mode);
     CHECK(back.parameter_tensors == static_cast<std::int64_t>(step.parameter_tensors.size()));
     REQUIRE(back.memory);
     CHECK(back.memory->peak.value() > back.memory->parameters.value());

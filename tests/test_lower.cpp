@@ -1,6 +1,6 @@
 #include "catch.hpp"
 
-#include <roofsim/lower.hpp>
+#include <roofsim/lower/lower.hpp>
 #include <roofsim/memory.hpp>
 #include <roofsim/predict.hpp>
 #include <validate/validation.hpp>

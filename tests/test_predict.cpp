@@ -1,8 +1,9 @@
 #include "catch.hpp"
 
-#include <roofsim/builtin_profiles.hpp>
+#include <roofsim/profile/builtin.hpp>
 #include <roofsim/predict.hpp>
-#include <roofsim/predict_ir.hpp>
+#include <roofsim/report/json.hpp>
+#include <roofsim/report/operators.hpp>
 #include <roofsim/zoo/zoo.hpp>
 
 #include <algorithm>
@@ -1351,7 +1352,7 @@ TEST_CASE("elementwise loops over mixed dtypes take the mixed-dtype add's timing
     plain.kernel_floor = Seconds(0);
     const auto lowered = [](const OpTiming& t) {
         LoweringOptions o;
-        o.precision = *precision_mode_from_key(t.precision);
+        o.precision = t.precision;
         o.optimizer.kind = OptimizerKind::none;
         return lower(t.graph, o);
     };
@@ -1480,7 +1481,7 @@ TEST_CASE("a depthwise conv1d takes its own timing's efficiency, the depthwise c
     CHECK(op_factor(k2, ctx) == Catch::Approx(3.0));
     CHECK(op_factor(k1, ctx) == Catch::Approx(0.5));  // its own
     // the step simulation's per-op lookups take the same
-    const Prediction p = predict_kernels(KernelList{"dw", "fp32", "test", {k1}}, ctx, HostCosts{});
+    const Prediction p = predict_kernels(KernelList{"dw", PrecisionMode::fp32, "test", {k1}}, ctx, HostCosts{});
     CHECK(p.gpu_time.value() == Catch::Approx(kernel_cost(k1, ctx).time.value()));
 }
 

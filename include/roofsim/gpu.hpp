@@ -6,7 +6,7 @@
 #include <roofsim/detail/embedded_gpus.hpp>
 #include <roofsim/detail/json_file.hpp>
 #include <roofsim/detail/json_read.hpp>
-#include <roofsim/precision.hpp>
+#include <roofsim/compute_unit.hpp>
 #include <roofsim/units.hpp>
 
 #include <nlohmann/json.hpp>

@@ -5,7 +5,9 @@
 /// (graph.hpp) and the PyTorch exporter writes it (docs/ir-format.md); the cost models read it.
 
 #include <roofsim/name.hpp>
-#include <roofsim/precision.hpp>
+#include <roofsim/compute_unit.hpp>
+#include <roofsim/dtype.hpp>
+#include <roofsim/precision_mode.hpp>
 #include <roofsim/units.hpp>
 
 #include <array>
@@ -18,56 +20,6 @@
 #include <vector>
 
 namespace roofsim {
-
-/// Storage type of tensor elements.
-enum class DType { f64, f32, f16, bf16, f8, i64, i32, i8, u8, boolean };
-
-inline constexpr std::array<DType, 10> all_dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16, DType::f8,
-                                                     DType::i64, DType::i32, DType::i8,  DType::u8,   DType::boolean};
-
-/// Whether a dtype holds floating-point numbers.
-[[nodiscard]] constexpr bool is_floating(DType d) {
-    return d == DType::f64 || d == DType::f32 || d == DType::f16 || d == DType::bf16 || d == DType::f8;
-}
-
-[[nodiscard]] constexpr std::string_view to_string(DType d) {
-    switch (d) {
-        case DType::f64: return "float64";
-        case DType::f32: return "float32";
-        case DType::f16: return "float16";
-        case DType::bf16: return "bfloat16";
-        case DType::f8: return "float8";
-        case DType::i64: return "int64";
-        case DType::i32: return "int32";
-        case DType::i8: return "int8";
-        case DType::u8: return "uint8";
-        case DType::boolean: return "bool";
-    }
-    return "?";
-}
-
-[[nodiscard]] inline std::optional<DType> dtype_from_key(std::string_view key) {
-    for (DType d : all_dtypes) {
-        if (to_string(d) == key) return d;
-    }
-    return std::nullopt;
-}
-
-/// Bytes of one element: the one place where element counts become bytes.
-[[nodiscard]] constexpr double bytes_per_element(DType d) {
-    switch (d) {
-        case DType::f64: case DType::i64: return 8;
-        case DType::f32: case DType::i32: return 4;
-        case DType::f16: case DType::bf16: return 2;
-        case DType::f8: case DType::i8: case DType::u8: case DType::boolean: return 1;
-    }
-    return 0;
-}
-
-/// `elements` elements of `dtype`, in bytes.
-[[nodiscard]] constexpr Bytes tensor_bytes(double elements, DType dtype) {
-    return Bytes(elements * bytes_per_element(dtype));
-}
 
 /// Which part of the training step a kernel belongs to.
 enum class Phase { forward, backward, optimizer };
@@ -304,6 +256,20 @@ static_assert(std::is_trivially_copyable_v<Kernel> && std::is_trivially_destruct
 /// a profile has none (the reshape layer's one-call figure holds that call's own costs on top).
 inline constexpr std::string_view view_in_model_code_host_op = "view_chain";
 
+/// The host op of a gradient's contiguous copy that autograd's AccumulateGrad dispatches and
+/// launches on its own (Lowerer::cat): costed as the framework profile's tiny eager op.
+inline constexpr std::string_view accumulate_grad_clone_host_op = "accumulate_grad_clone";
+/// The host op of nn.MultiheadAttention called with need_weights=False (the SDPA path, as
+/// torchvision's ViT calls it): the framework probe times that call apart from the default one.
+inline constexpr std::string_view mha_no_weights_host_op = "mha_no_weights";
+/// The host op of nn.Dropout with p = 0 in training, which launches nothing and records no autograd
+/// node (a module call and one dispatch that returns its input).
+inline constexpr std::string_view dropout_identity_host_op = "dropout_identity";
+/// The host op of a cast autocast inserts before an op of its lists whose input (an activation) is
+/// of another dtype: aten::_to_copy dispatched on its own forward, a ToCopyBackward0 node backward;
+/// costed as the cast layer (x.to(dtype)) the framework probe times.
+inline constexpr std::string_view autocast_cast_host_op = "cast";
+
 /// The graph op a host op stands for: "conv2d" for "conv2d_nobias" (host_op_without_bias), "sdpa"
 /// for "sdpa_cudnn" (host_op_of_attention), "mha" for "mha_no_weights" (nn.MultiheadAttention called
 /// with need_weights=False), "dropout" for "dropout_identity" (p = 0), "reshape" for "view_chain"
@@ -320,7 +286,7 @@ inline constexpr std::string_view view_in_model_code_host_op = "view_chain";
 /// A training step's kernels, in the order the host issues them, with what produced them.
 struct KernelList {
     std::string model;      ///< what the kernels describe ("resnet50")
-    std::string precision;  ///< the precision mode they were lowered under ("amp-bf16")
+    PrecisionMode precision = PrecisionMode::fp32;  ///< the precision mode they ran under
     std::string origin;     ///< "lowered from <graph>" or "exported by roofsim_export <version>"
     std::vector<Kernel> kernels;
 };

@@ -7,7 +7,8 @@
 #include <roofsim/detail/json_file.hpp>
 #include <roofsim/detail/json_read.hpp>
 #include <roofsim/ir.hpp>
-#include <roofsim/lower.hpp>
+#include <roofsim/optimizer.hpp>
+#include <roofsim/precision_mode.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -227,11 +228,10 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
     KernelIr ir;
     ir.list.model = detail::optional_string(root, "model");
     ir.list.origin = detail::optional_string(root, "origin");
-    if (root.has("precision")) {
-        ir.list.precision = root.at("precision").string();
-        if (!precision_mode_from_key(ir.list.precision)) {
-            root.at("precision").fail("unknown precision mode (fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16)");
-        }
+    if (root.has("precision")) {  // absent: PyTorch's defaults (fp32)
+        const auto mode = precision_mode_from_key(root.at("precision").string());
+        if (!mode) root.at("precision").fail("unknown precision mode (fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16)");
+        ir.list.precision = *mode;
     }
     if (root.has("batch")) ir.batch = root.at("batch").positive_integer();
     if (root.has("optimizer")) {
@@ -339,7 +339,7 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
     for (const Kernel& k : ir.list.kernels) kernels.push_back(to_json(k));
     nlohmann::json j = {{"schema_version", 1}, {"kind", "roofsim-kernel-ir"}, {"model", ir.list.model},
                         {"origin", ir.list.origin}};
-    if (!ir.list.precision.empty()) j["precision"] = ir.list.precision;
+    j["precision"] = to_string(ir.list.precision);
     if (ir.batch > 0) j["batch"] = ir.batch;
     j["optimizer"] = {{"kind", to_string(ir.optimizer.kind)}, {"fused", ir.optimizer.fused}, {"weight_decay", ir.optimizer.weight_decay}};
     if (ir.parameter_tensors > 0 || ir.parameter_elements > 0) {

@@ -2,8 +2,8 @@
 /// PyTorch's precision modes and the rules they imply: which compute unit matmuls and convolutions
 /// run on, which dtype activations and parameters have, and whether autocast inserts casts.
 
-#include <roofsim/ir.hpp>
-#include <roofsim/precision.hpp>
+#include <roofsim/compute_unit.hpp>
+#include <roofsim/dtype.hpp>
 
 #include <array>
 #include <optional>

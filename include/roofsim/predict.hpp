@@ -1,15 +1,15 @@
 #pragma once
-/// The public entry: a layer graph (or a kernel list) on a GPU under PyTorch's settings, to the
-/// time of each layer's forward and backward pass, the optimizer step, the whole step, and memory.
+/// The public entry: a layer graph or a kernel IR on a GPU under PyTorch's settings, to the time of
+/// each layer's forward and backward pass, the optimizer step, the whole step, and memory.
 
-#include <roofsim/cost.hpp>
+#include <roofsim/cost/kernel_cost.hpp>
+#include <roofsim/cost/op_factor_calibration.hpp>
 #include <roofsim/detail/name_index.hpp>
-#include <roofsim/framework.hpp>
-#include <roofsim/lower.hpp>
+#include <roofsim/ir_json.hpp>
+#include <roofsim/lower/lower.hpp>
 #include <roofsim/memory.hpp>
-#include <roofsim/sim.hpp>
-
-#include <nlohmann/json.hpp>
+#include <roofsim/sim/host_costs_from_profile.hpp>
+#include <roofsim/sim/simulate.hpp>
 
 #include <algorithm>
 #include <map>
@@ -39,7 +39,7 @@ struct Prediction {
     std::string gpu_key;
     std::string ceilings_origin;
     std::string host_costs_source;
-    std::string precision;
+    PrecisionMode precision = PrecisionMode::fp32;
     std::int64_t batch = 0;
     std::vector<LayerTime> layers;  ///< in forward order, then the optimizer
     Seconds step_time{0};           ///< simulated: host issue and GPU stream together
@@ -136,8 +136,26 @@ namespace detail {
     return detail::predict_kernels(std::move(kernels), ctx, host, nullptr);
 }
 
-/// Options of a graph prediction: batch, precision mode, optimizer, and the framework profile that
-/// gives host costs (without one: the calibration's launch rate, a lower bound).
+/// What the memory model needs of a lowered step with its layer summaries (lower()): each saved
+/// tensor once, however many layers keep it, and the largest layer output.
+[[nodiscard]] inline MemoryInputs memory_inputs(const LoweredStep& step, const LoweringOptions& options, Bytes saved,
+                                                Bytes largest_output) {
+    return {step.parameter_count(), step.parameter_dtype, step.input_bytes, saved, largest_output, options.optimizer, options.precision};
+}
+
+/// The memory of a lowered step (estimate_memory), from its layer summaries.
+[[nodiscard]] inline MemoryEstimate estimate_memory(const LoweredStep& step, const LoweringOptions& options) {
+    detail::SavedTotal saved;  // each saved tensor once, however many layers keep it
+    Bytes largest_output{0};
+    for (const auto& l : step.layers) {
+        for (const auto& [tensor, bytes] : l.saved) saved.add(tensor, bytes);
+        largest_output = max(largest_output, l.output_bytes);
+    }
+    return estimate_memory(memory_inputs(step, options, saved.bytes(), largest_output));
+}
+
+/// Options of a prediction: batch, precision mode, optimizer (a graph's; an IR fixes its own), and the
+/// framework profile that gives host costs (without one: the calibration's launch rate, a lower bound).
 struct PredictOptions {
     LoweringOptions lowering;
     const FrameworkProfile* framework = nullptr;
@@ -170,54 +188,95 @@ struct PredictOptions {
     p.parameter_tensors = step.parameter_tensors.size();
     p.batch = options.lowering.batch;
     p.parameters = step.parameter_count();
-    p.memory = detail::estimate_memory(step, options.lowering, lowered.saved, lowered.largest_output);
+    p.memory = estimate_memory(memory_inputs(step, options.lowering, lowered.saved, lowered.largest_output));
     // Each layer's row gets its graph op: row i is layer i (the optimizer's row comes after them all).
     for (std::size_t i = 0; i < p.layers.size() && i < graph.layers.size(); ++i) p.layers[i].op = graph.layers[i].op;
     return p;
 }
 
-/// The prediction as JSON (SI units, unit in each key).
-[[nodiscard]] inline nlohmann::json to_json(const Prediction& p) {
-    nlohmann::json layers = nlohmann::json::array();
-    for (const auto& r : p.layers) {
-        layers.push_back({{"layer", r.layer},
-                          {"op", r.op},
-                          {"forward_gpu_seconds", r.forward_gpu.value()},
-                          {"backward_gpu_seconds", r.backward_gpu.value()},
-                          {"forward_host_seconds", r.forward_host.value()},
-                          {"backward_host_seconds", r.backward_host.value()},
-                          {"flops", r.flops.value()},
-                          {"bytes", r.bytes.value()},
-                          {"bound", to_string(r.bound)},
-                          {"kernels", r.kernels},
-                          {"flagged_kernels", r.flagged},
-                          {"share_of_gpu_time", r.share}});
+
+/// Host costs of an IR step: the framework profile's per-op figures for its markers (as for a
+/// graph), one eager dispatch (`eager_op_add`, its autocast variant under autocast) for each
+/// kernel the IR marks as dispatched on its own, and the model's own code as timed at export,
+/// scaled by the Python reference work's time (`python_reference`): this host's fastest call over
+/// the exporting host's calls while it timed the code (their median), or its fastest where the IR
+/// gives no such median.
+[[nodiscard]] inline HostCosts host_costs_for_ir(const KernelIr& ir, const CostContext& ctx, const FrameworkProfile* framework) {
+    const PrecisionMode mode = ir.list.precision;
+    if (!framework) return host_costs_from_launch_rate(ctx);
+    HostCosts h = host_costs_from_framework(*framework, mode, ir.optimizer, static_cast<std::size_t>(ir.parameter_tensors));
+    const bool amp = rules_for(mode).autocast;
+    h.per_kernel = framework->seconds(amp ? "eager_op_add_autocast" : "eager_op_add").value_or(Seconds(0));
+    note_host_of_other_gpu(h, *framework, ctx);
+    const bool has_model_code = std::any_of(ir.list.kernels.begin(), ir.list.kernels.end(),
+                                            [](const Kernel& k) { return k.python_time.value() > 0; });
+    if (has_model_code) {
+        // the model's own Python, timed where the IR was exported, at this host's Python speed: the
+        // probe's fastest call of the reference work (the same work) over the exporting host's speed
+        // while it timed the code, the median of its calls around the timed forwards (docs/NOTES.md,
+        // 2026-12-03: a ViT-B/16 export timed its code while those calls took 1.8 times its fastest).
+        // This host's fastest, not a median: a shared host's Python speed swings by 2x for seconds at
+        // a time (the probe's passes on one H200 machine, 0.87-1.95 ms), its fastest call held at
+        // 0.83-0.90 ms over six of seven runs of 2026-12-01, though one probe's calls all ran slow
+        // (1.40 ms). An IR without that median: the exporting host's fastest call.
+        const auto here = framework->fastest_seconds("python_reference");
+        if (here && ir.model_code_fastest_reference) {
+            h.model_code_scale = *here / ir.model_code_timed_reference.value_or(*ir.model_code_fastest_reference);
+        } else if (!here) {
+            h.source += "; model code at the exporting host's speed (the profile has no python_reference)";
+        } else {
+            h.source += ir.model_code_median_reference
+                            ? "; model code at the exporting host's speed (the IR's reference is an earlier exporter's "
+                              "median of the moment, not its fastest call: export it again to scale)"
+                            : "; model code at the exporting host's speed (the IR has no python reference)";
+        }
     }
-    return {{"gpu", p.gpu_key},
-            {"ceilings", p.ceilings_origin},
-            {"host_costs", p.host_costs_source},
-            {"precision", p.precision},
-            {"batch", p.batch},
-            {"parameters", p.parameters},
-            {"step_seconds", p.step_time.value()},
-            {"zero_grad_seconds", p.zero_grad_time.value()},
-            {"forward_seconds", p.forward_time.value()},
-            {"backward_seconds", p.backward_time.value()},
-            {"optimizer_seconds", p.optimizer_time.value()},
-            {"gpu_busy_seconds", p.gpu_time.value()},
-            {"gpu_gap_seconds", p.gpu_gap_time.value()},
-            {"host_issue_seconds", p.host_time.value()},
-            {"flagged_kernels", p.flagged_kernels},
-            {"flagged_gpu_seconds", p.flagged_gpu_time.value()},
-            {"memory_bytes",
-             {{"parameters", p.memory.parameters.value()},
-              {"gradients", p.memory.gradients.value()},
-              {"optimizer_state", p.memory.optimizer_state.value()},
-              {"inputs", p.memory.inputs.value()},
-              {"activations", p.memory.activations.value()},
-              {"autocast_copies", p.memory.autocast_copies.value()},
-              {"peak", p.memory.peak.value()}}},
-            {"layers", layers}};
+    return h;
+}
+
+/// Predicts a training step from a kernel IR. Rows are the IR's layers (module paths); a row's op is
+/// the layer-graph op its kernels implement. Memory is the IR's own count where it has one.
+/// The IR fixes the batch, the precision mode and the optimizer: of `options`, only the framework
+/// profile and the host time scale are read.
+[[nodiscard]] inline Prediction predict(const KernelIr& ir, const CostContext& ctx, const PredictOptions& options) {
+    HostCosts host = scaled(host_costs_for_ir(ir, ctx, options.framework), options.host_time_scale);
+    Prediction p = predict_kernels(ir.list, ctx, host);
+    p.host = std::move(host);
+    p.parameter_tensors = static_cast<std::size_t>(ir.parameter_tensors);
+    p.batch = ir.batch;
+    p.parameters = ir.parameter_elements;
+    std::map<std::string_view, std::string_view, std::less<>> op_of_layer;  // views of p's kernels' names
+    for (const Kernel& k : p.kernels.kernels) {
+        const std::string_view op = !k.source_op.empty() ? std::string_view(k.source_op) : graph_op_of_host_op(k.host_op);
+        if (!op.empty()) op_of_layer.emplace(k.layer, op);
+    }
+    for (auto& row : p.layers) {
+        if (auto it = op_of_layer.find(row.layer); it != op_of_layer.end()) row.op = it->second;
+        if (row.layer.empty()) row.layer = "(model code)";
+    }
+    if (ir.memory) {
+        p.memory.parameters = ir.memory->parameters;
+        p.memory.gradients = ir.memory->gradients;
+        p.memory.optimizer_state = ir.memory->optimizer_state;
+        p.memory.peak = ir.memory->peak;
+        p.memory.activations = max(Bytes(0), ir.memory->peak - ir.memory->parameters - ir.memory->gradients -
+                                                 ir.memory->optimizer_state);
+    }
+    return p;
+}
+
+/// The IR of a lowered layer graph, with the memory roofsim's model estimates for it
+/// (`roofsim predict --graph G --emit-ir FILE`).
+[[nodiscard]] inline KernelIr to_kernel_ir(const LoweredStep& step, const LoweringOptions& options) {
+    KernelIr ir;
+    ir.list = step.kernels;
+    ir.batch = options.batch;
+    ir.optimizer = options.optimizer;
+    ir.parameter_elements = step.parameter_count();
+    ir.parameter_tensors = static_cast<std::int64_t>(step.parameter_tensors.size());
+    const MemoryEstimate m = estimate_memory(step, options);
+    ir.memory = IrMemory{m.parameters, m.gradients, m.optimizer_state, m.peak, "roofsim memory model (memory.hpp)"};
+    return ir;
 }
 
 }  // namespace roofsim

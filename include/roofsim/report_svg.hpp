@@ -42,7 +42,7 @@ namespace roofsim {
     std::string bars_svg = "<g font-family=\"sans-serif\" font-size=\"12\">\n";
     bars_svg += "<text x=\"20\" y=\"30\" font-size=\"15\" font-weight=\"bold\">GPU time per layer: " +
                 detail::svg_escape(p.kernels.model) + ", batch " + std::to_string(p.batch) + ", " +
-                detail::svg_escape(p.precision) + " (top " + std::to_string(rows.size()) + "; step " +
+                detail::svg_escape(std::string(to_string(p.precision))) + " (top " + std::to_string(rows.size()) + "; step " +
                 fmt("%.3f", to_milliseconds(p.step_time)) + " ms)</text>\n";
     bars_svg += "<rect x=\"" + fmt("%.0f", left) + "\" y=\"38\" width=\"12\" height=\"10\" fill=\"#1f4e9c\"/><text x=\"" +
                 fmt("%.0f", left + 16) + "\" y=\"47\">forward</text><rect x=\"" + fmt("%.0f", left + 90) +

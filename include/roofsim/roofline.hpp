@@ -4,9 +4,9 @@
 /// bytes, and which ceiling bounds it. Ceilings come from a datasheet spec or from a measured
 /// calibration profile; every ceiling keeps its provenance.
 
-#include <roofsim/calibration.hpp>
+#include <roofsim/profile/calibration.hpp>
 #include <roofsim/gpu.hpp>
-#include <roofsim/precision.hpp>
+#include <roofsim/compute_unit.hpp>
 #include <roofsim/units.hpp>
 
 #include <map>

@@ -2,7 +2,7 @@
 // The installed roofsim reads its measured profiles from the share/roofsim beside its executable
 // (<prefix>/bin/roofsim -> <prefix>/share/roofsim); a build reads the source tree's data/.
 
-#include <roofsim/builtin_profiles.hpp>
+#include <roofsim/profile/builtin.hpp>
 
 #include <cstdlib>
 #include <filesystem>

@@ -416,7 +416,7 @@ void print_validation_runs(const roofsim::RunsEvaluation& v, const std::string& 
 }
 
 void print_prediction(const roofsim::Prediction& p, std::size_t top, std::ostream& out) {
-    out << "Training step of " << p.kernels.model << " on " << p.gpu_key << ", batch " << p.batch << ", " << p.precision
+    out << "Training step of " << p.kernels.model << " on " << p.gpu_key << ", batch " << p.batch << ", " << roofsim::to_string(p.precision)
         << "\n  ceilings: " << p.ceilings_origin << "\n  host costs: " << p.host_costs_source << "\n\n";
     std::vector<const roofsim::LayerTime*> rows;
     for (const auto& r : p.layers) rows.push_back(&r);
@@ -724,8 +724,8 @@ int main(int argc, char** argv) {
             if (const auto* ir = std::get_if<roofsim::KernelIr>(&input)) {
                 // The IR's shapes and kernels are fixed when it is captured: options that would change them are refused.
                 const std::string again = "; export the model again to change it";
-                if (precision_option->count() > 0 && predict_precision != ir->list.precision) {
-                    throw UsageError("--precision " + predict_precision + ": the IR was captured under " + ir->list.precision + again);
+                if (precision_option->count() > 0 && predict_precision != roofsim::to_string(ir->list.precision)) {
+                    throw UsageError("--precision " + predict_precision + ": the IR was captured under " + std::string(roofsim::to_string(ir->list.precision)) + again);
                 }
                 if (batch_option->count() > 0 && predict_batch != ir->batch) {
                     throw UsageError("--batch " + std::to_string(predict_batch) + ": the IR was captured at batch " +

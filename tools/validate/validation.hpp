@@ -7,8 +7,7 @@
 #include <roofsim/detail/json_read.hpp>
 #include <roofsim/detail/stats.hpp>
 #include <roofsim/predict.hpp>
-#include <roofsim/predict_ir.hpp>
-#include <roofsim/builtin_profiles.hpp>
+#include <roofsim/profile/builtin.hpp>
 #include <roofsim/zoo/zoo.hpp>
 
 #include <algorithm>
@@ -415,9 +414,9 @@ template <class PredictedStepAt>
         const std::filesystem::path path = dir / exported_ir_file_name(c);
         if (!std::filesystem::exists(path)) return;
         const KernelIr ir = load_kernel_ir(path);
-        if (ir.batch != c.options.batch || ir.list.precision != c.precision) {
+        if (ir.batch != c.options.batch || ir.list.precision != c.options.precision) {
             throw std::runtime_error(path.filename().string() + ": captured at batch " + std::to_string(ir.batch) + ", " +
-                                     ir.list.precision + "; the case " + c.id + " was measured at batch " +
+                                     std::string(to_string(ir.list.precision)) + "; the case " + c.id + " was measured at batch " +
                                      std::to_string(c.options.batch) + ", " + c.precision);
         }
         const double scale = host_time_scale(c, framework, speed);

@@ -13,7 +13,7 @@
 #include <eigen3/Eigen/Dense>
 #endif
 
-#include "roofsim/calibration.hpp"
+#include <roofsim/profile/calibration.hpp>
 
 namespace roofsim::detail {
 

@@ -8,6 +8,10 @@
 #include <roofsim/detail/name_index.hpp>
 #include <roofsim/graph.hpp>
 #include <roofsim/ir.hpp>
+#include <roofsim/lower/embedding.hpp>
+#include <roofsim/lower/known_ops.hpp>
+#include <roofsim/lower/shape.hpp>
+#include <roofsim/lower/step.hpp>
 #include <roofsim/precision_mode.hpp>
 
 #include <algorithm>
@@ -27,239 +31,7 @@
 
 namespace roofsim {
 
-/// The optimizer a step ends with.
-enum class OptimizerKind { none, sgd, adam, adamw };
-
-[[nodiscard]] constexpr std::string_view to_string(OptimizerKind k) {
-    switch (k) {
-        case OptimizerKind::none: return "none";
-        case OptimizerKind::sgd: return "sgd";
-        case OptimizerKind::adam: return "adam";
-        case OptimizerKind::adamw: return "adamw";
-    }
-    return "?";
-}
-
-[[nodiscard]] inline std::optional<OptimizerKind> optimizer_from_key(std::string_view key) {
-    for (OptimizerKind k : {OptimizerKind::none, OptimizerKind::sgd, OptimizerKind::adam, OptimizerKind::adamw}) {
-        if (to_string(k) == key) return k;
-    }
-    return std::nullopt;
-}
-
-/// The host op of a gradient's contiguous copy that autograd's AccumulateGrad dispatches and
-/// launches on its own (Lowerer::cat): costed as the framework profile's tiny eager op.
-inline constexpr std::string_view accumulate_grad_clone_host_op = "accumulate_grad_clone";
-/// The host op of nn.MultiheadAttention called with need_weights=False (the SDPA path, as
-/// torchvision's ViT calls it): the framework probe times that call apart from the default one.
-inline constexpr std::string_view mha_no_weights_host_op = "mha_no_weights";
-/// The host op of nn.Dropout with p = 0 in training, which launches nothing and records no autograd
-/// node (a module call and one dispatch that returns its input).
-inline constexpr std::string_view dropout_identity_host_op = "dropout_identity";
-/// The host op of a cast autocast inserts before an op of its lists whose input (an activation) is
-/// of another dtype: aten::_to_copy dispatched on its own forward, a ToCopyBackward0 node backward;
-/// costed as the cast layer (x.to(dtype)) the framework probe times.
-inline constexpr std::string_view autocast_cast_host_op = "cast";
-
-struct OptimizerOptions {
-    OptimizerKind kind = OptimizerKind::sgd;
-    bool momentum = true;      ///< SGD with a momentum buffer
-    bool weight_decay = true;  ///< SGD: grad += wd * param (an extra pass); AdamW: param *= 1 - lr wd
-    bool fused = false;        ///< fused=True (one kernel per group) instead of foreach (the default)
-};
-
-struct LoweringOptions {
-    std::int64_t batch = 1;
-    PrecisionMode precision = PrecisionMode::fp32;
-    OptimizerOptions optimizer;
-};
-
-/// One layer after shape inference, for reports and memory accounting.
-struct LayerSummary {
-    std::string name;
-    std::string op;
-    std::vector<std::int64_t> output_shape;
-    DType output_dtype = DType::f32;
-    double parameters = 0;      ///< trainable elements
-    Bytes saved_for_backward{0};  ///< activations autograd keeps until this layer's backward
-    /// The same, tensor by tensor: (tensor, bytes). A tensor saved by several layers (an activation's
-    /// output that the next convolution saves too) has one key, so memory counts it once.
-    std::vector<std::pair<std::string, Bytes>> saved;
-    Bytes output_bytes{0};
-};
-
-/// The kernels of a step plus what memory accounting needs.
-struct LoweredStep {
-    KernelList kernels;
-    std::vector<LayerSummary> layers;
-    std::vector<double> parameter_tensors;  ///< elements of each parameter tensor
-    DType parameter_dtype = DType::f32;
-    Bytes input_bytes{0};                   ///< graph inputs resident during the step
-
-    [[nodiscard]] double parameter_count() const {
-        return std::accumulate(parameter_tensors.begin(), parameter_tensors.end(), 0.0);
-    }
-};
-
 namespace detail {
-
-/// One kernel of PyTorch's sorted embedding backward, with the bytes it moves.
-struct EmbeddingSortKernel {
-    KernelKind kind;
-    double read_bytes;
-    double write_bytes;
-};
-
-/// The kernels aten::embedding_dense_backward runs after zero-filling dW when it has more than 3072
-/// indices (PyTorch's Embedding.cu, EmbeddingBackwardKernel.cu; launches as in the H200 trace of an
-/// 8192-index backward): `lookups` indices of `index_dtype`, `row_elements` = lookups x embedding
-/// dim of dY's `grad_dtype`, partial row sums in float32.
-[[nodiscard]] inline std::vector<EmbeddingSortKernel> embedding_sort_kernels(double lookups, double row_elements,
-                                                                           DType index_dtype, DType grad_dtype) {
-    const double ib = bytes_per_element(index_dtype), gb = bytes_per_element(grad_dtype);
-    const double pairs = lookups * (ib + 8);  // (index, int64 position) pairs
-    std::vector<EmbeddingSortKernel> v;
-    for (int i = 0; i < 10; ++i) v.push_back({KernelKind::elementwise, 0, 0});  // memsets of cub's temporary storage
-    v.push_back({KernelKind::elementwise, 0, lookups * 8});                      // positions: arange
-    v.push_back({KernelKind::copy, lookups * ib, 0});                            // radix sort: histogram
-    v.push_back({KernelKind::copy, 0, 0});                                       // its exclusive sum
-    for (int pass = 0; pass < static_cast<int>(ib); ++pass) v.push_back({KernelKind::copy, pairs, pairs});  // a pass per key byte
-    v.push_back({KernelKind::copy, 0, 0});                                       // unique-by-key: tile state
-    v.push_back({KernelKind::copy, lookups * ib, lookups * (ib + 8)});           // segment starts
-    v.push_back({KernelKind::copy, 0, 0});                                       // scan: tile state
-    v.push_back({KernelKind::copy, lookups * 8, lookups * 8});                   // segment offsets
-    v.push_back({KernelKind::copy, lookups * 8, 8});                             // compute_num_of_partial_segments
-    v.push_back({KernelKind::copy, lookups * 8, lookups * 8});                   // krn_partials_per_segment
-    v.push_back({KernelKind::copy, lookups * 8, lookups * 8});                   // krn_partial_segment_offset
-    v.push_back({KernelKind::embedding, row_elements * gb + lookups * 8, row_elements * 4});  // compute_grad_weight
-    v.push_back({KernelKind::embedding, row_elements * 4, row_elements * gb});                // sum_and_scatter into dW
-    return v;
-}
-
-/// A tensor shape while lowering: up to eight dimensions in place (no allocation), more on the heap;
-/// its element count is remembered until the shape changes.
-class Shape {
-public:
-    Shape() = default;
-    Shape(std::initializer_list<std::int64_t> dims) { assign(dims.begin(), dims.end()); }
-    explicit Shape(const std::vector<std::int64_t>& dims) { assign(dims.begin(), dims.end()); }
-
-    [[nodiscard]] std::size_t size() const { return size_; }
-    [[nodiscard]] bool empty() const { return size_ == 0; }
-    [[nodiscard]] const std::int64_t* begin() const { return size_ <= in_place ? dims_.data() : more_.data(); }
-    [[nodiscard]] const std::int64_t* end() const { return begin() + size_; }
-    [[nodiscard]] std::int64_t* begin() {
-        changed();  // the caller may write through it
-        return size_ <= in_place ? dims_.data() : more_.data();
-    }
-    [[nodiscard]] std::int64_t* end() { return begin() + size_; }
-    [[nodiscard]] auto rbegin() const { return std::make_reverse_iterator(end()); }
-    [[nodiscard]] auto rend() const { return std::make_reverse_iterator(begin()); }
-    [[nodiscard]] std::int64_t& operator[](std::size_t i) { return begin()[i]; }
-    [[nodiscard]] std::int64_t operator[](std::size_t i) const { return begin()[i]; }
-    [[nodiscard]] std::int64_t& back() { return end()[-1]; }
-    [[nodiscard]] std::int64_t back() const { return end()[-1]; }
-    [[nodiscard]] std::int64_t front() const { return *begin(); }
-
-    void push_back(std::int64_t d) {
-        changed();
-        if (size_ < in_place) {
-            dims_[size_] = d;
-        } else {
-            if (size_ == in_place) more_.assign(dims_.begin(), dims_.end());
-            more_.push_back(d);
-        }
-        ++size_;
-    }
-
-    /// Replaces the dimensions with [first, last), which must not be this shape's own.
-    template <class It>
-    void assign(It first, It last) {
-        size_ = 0;
-        more_.clear();
-        for (; first != last; ++first) push_back(*first);
-    }
-
-    /// The product of the dimensions.
-    [[nodiscard]] double elements() const {
-        if (elements_ < 0) {
-            double n = 1;
-            for (auto d : *this) n *= static_cast<double>(d);
-            elements_ = n;
-        }
-        return elements_;
-    }
-
-    [[nodiscard]] std::vector<std::int64_t> to_vector() const { return {begin(), end()}; }
-
-    friend bool operator==(const Shape& a, const Shape& b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
-
-private:
-    static constexpr std::size_t in_place = 8;
-    std::array<std::int64_t, in_place> dims_{};
-    std::vector<std::int64_t> more_;  ///< all the dimensions, when there are more than in_place
-    std::size_t size_ = 0;
-    mutable double elements_ = -1;    ///< the product, while known
-
-    void changed() { elements_ = -1; }
-};
-
-/// Elements of a tensor of `shape`.
-[[nodiscard]] inline double numel(const Shape& shape) { return shape.elements(); }
-
-/// The lowering rule of a graph op (several ops share one: the activations, the poolings, ...).
-enum class OpRule {
-    linear, matmul, conv2d, conv1d, batchnorm, layernorm, groupnorm, activation, dropout, binary, softmax,
-    cross_entropy, sdpa, mha, embedding, pool, adaptive_pool, reshape, slice, gelu_tanh_composite, transpose, cat, cast, sum,
-};
-
-/// Autocast's op lists (torch.amp docs): "CUDA Ops that can autocast to float16" (matmuls,
-/// convolutions, attention, the RNN cells) run in the lower precision; "CUDA Ops that can autocast
-/// to float32" run in float32 even when their input is lower precision.
-enum class AutocastList { none, lower_precision, float32 };
-
-/// What lowering knows of an op: its arity (inputs, checked before any work), its rule, its autocast list.
-struct KnownOp {
-    int arity = 1;
-    OpRule rule = OpRule::linear;
-    AutocastList autocast = AutocastList::none;
-};
-
-/// The ops lowering knows.
-inline const std::map<std::string, KnownOp, std::less<>>& known_ops() {
-    using R = OpRule;
-    constexpr auto low = AutocastList::lower_precision, fp32 = AutocastList::float32;
-    static const std::map<std::string, KnownOp, std::less<>> ops = {
-        {"linear", {1, R::linear, low}},       {"matmul", {2, R::matmul, low}},        {"bmm", {2, R::matmul, low}},
-        {"conv2d", {1, R::conv2d, low}},       {"conv1d", {1, R::conv1d, low}},        {"batchnorm2d", {1, R::batchnorm}},
-        {"layernorm", {1, R::layernorm, fp32}}, {"groupnorm", {1, R::groupnorm, fp32}}, {"rmsnorm", {1, R::layernorm, fp32}},
-        {"relu", {1, R::activation}},          {"gelu", {1, R::activation}},           {"silu", {1, R::activation}},
-        {"tanh", {1, R::activation}},          {"sigmoid", {1, R::activation}},        {"dropout", {1, R::dropout}},
-        {"add", {2, R::binary}},               {"mul", {2, R::binary}},                {"softmax", {1, R::softmax, fp32}},
-        {"log_softmax", {1, R::softmax, fp32}}, {"cross_entropy", {2, R::cross_entropy, fp32}},
-        {"sdpa", {3, R::sdpa, low}},           {"mha", {1, R::mha, low}},              {"embedding", {1, R::embedding}},
-        {"maxpool2d", {1, R::pool}},           {"avgpool2d", {1, R::pool}},            {"adaptive_avgpool2d", {1, R::adaptive_pool}},
-        {"flatten", {1, R::reshape}},          {"reshape", {1, R::reshape}},           {"slice", {1, R::slice}},
-        {"transpose", {1, R::transpose}},      {"transpose_contiguous", {1, R::transpose}}, {"cat", {2, R::cat}},
-        {"gelu_tanh_composite", {1, R::gelu_tanh_composite}}, {"cast", {1, R::cast}},
-        {"sum", {1, R::sum}},
-    };
-    return ops;
-}
-
-/// The known op named `op`, or null: known_ops() indexed once, for the lookup of every layer's op.
-inline const KnownOp* find_known_op(std::string_view op) {
-    static const auto index = [] {
-        std::pair<NameIndex, std::vector<const KnownOp*>> by_name{NameIndex(known_ops().size()), {}};
-        for (const auto& [name, known] : known_ops()) {
-            by_name.first.insert(name, by_name.second.size());
-            by_name.second.push_back(&known);
-        }
-        return by_name;
-    }();
-    const std::size_t i = index.first.find(op);
-    return i == NameIndex::none ? nullptr : index.second[i];
-}
 
 /// `a`, `b` and `c` in one string, allocated once.
 [[nodiscard]] inline std::string concat(std::string_view a, std::string_view b, std::string_view c = {}) {
@@ -328,7 +100,7 @@ public:
         summaries_ = summaries;
         if (options_.batch <= 0) throw GraphError("batch size must be positive");
         step_.kernels.model = graph_.name;
-        step_.kernels.precision = std::string(to_string(options_.precision));
+        step_.kernels.precision = options_.precision;
         step_.kernels.origin = "lowered from layer graph '" + graph_.name + "'";
         step_.parameter_dtype = rules_.parameter_dtype;
         step_.kernels.kernels.reserve(graph_.layers.size() * 8);
@@ -1614,37 +1386,6 @@ private:
         foreach_op("aten::_foreach_addcdiv_", 3, 1, 3);
     }
 };
-
-}  // namespace detail
-
-/// Lowers a layer graph into the kernels of one training step (forward, backward, optimizer).
-/// Throws GraphError naming the layer and the field for an unknown op, a bad shape or attribute.
-[[nodiscard]] inline LoweredStep lower(const Graph& graph, const LoweringOptions& options) {
-    return detail::Lowerer(graph, options).run();
-}
-
-namespace detail {
-
-/// A step lowered for a prediction: no layer summaries, but the memory totals they add up to and
-/// the report row of each kernel.
-struct PredictionLowering {
-    LoweredStep step;
-    Bytes saved{0};           ///< saved for backward, each tensor once
-    Bytes largest_output{0};  ///< the largest layer output
-    KernelRows rows;
-    std::vector<std::string_view> ops;  ///< the graph's ops, each once
-};
-
-[[nodiscard]] inline PredictionLowering lower_for_prediction(const Graph& graph, const LoweringOptions& options) {
-    Lowerer lowerer(graph, options);
-    PredictionLowering out;
-    out.step = lowerer.run(false);
-    out.saved = lowerer.saved_bytes();
-    out.largest_output = lowerer.largest_output();
-    out.rows = lowerer.take_rows();
-    out.ops = lowerer.ops();
-    return out;
-}
 
 }  // namespace detail
 

@@ -22,11 +22,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "roofsim/detail/json_read.hpp"
-#include "roofsim/detail/json_file.hpp"
-#include "roofsim/ir.hpp"
-#include "roofsim/precision.hpp"
-#include "roofsim/units.hpp"
+#include <roofsim/detail/json_read.hpp>
+#include <roofsim/detail/json_file.hpp>
+#include <roofsim/ir.hpp>
+#include <roofsim/compute_unit.hpp>
+#include <roofsim/units.hpp>
 
 namespace roofsim {
 

@@ -1,0 +1,417 @@
+#pragma once
+/// The cost context: everything the cost models read, prepared once per GPU and calibration profile:
+/// datasheet ceilings refined by the profile (measured ceilings, the bandwidth-vs-size curves, the GEMM
+/// model fitted to the cuBLAS sweep with its layout factors, the cuDNN sweep, the launch floor).
+
+#include <roofsim/profile/calibration.hpp>
+#include <roofsim/gpu.hpp>
+#include <roofsim/ir.hpp>
+#include <roofsim/roofline.hpp>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <map>
+#include <new>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace roofsim {
+
+/// GEMM time model of one compute unit, t = t0 + F / (R · u_wave(m, n) · k / (k + k0)), with
+/// u_wave the wave-quantization utilization of 128 x 128 output tiles over the SMs. R is the unit's
+/// ceiling; t0 and k0 are fitted to the calibration's cuBLAS sweep (least squares in log time).
+struct GemmModel {
+    FlopsPerSecond rate{0};
+    Seconds fixed_time{0};   ///< t0
+    double k_half = 0;       ///< k0: the depth at which the main loop reaches half efficiency
+    int sm_count = 1;
+    double unaligned_factor = 1;  ///< time multiplier when m, n or k is not a multiple of 8 (fitted)
+    std::string source;           ///< where R, t0, k0 came from
+};
+
+/// Convolution time relative to the GEMM model of its implicit GEMM, per pass: the median ratio of
+/// measured cuDNN time to the GEMM model's time over the calibration's convolution sweep.
+struct ConvModel {
+    double factor = 1.0;
+    std::string source;
+};
+
+/// One op timing's per-op efficiency: measured / modelled GPU time, at the reduction shape it was
+/// timed at where the op is a normalization.
+struct OpFactorPoint {
+    std::optional<NormDims> norm;
+    std::optional<AttentionDims> attention;  ///< the attention shape and backend it ran at, for sdpa
+    double factor = 1;
+    double seconds_per_byte = 0;  ///< a column sum's measured time over its bytes (0: not recorded)
+    double size = 0;              ///< the size it was timed at, as factor_size measures one of the op's own kernels (0: not recorded)
+};
+
+namespace detail {
+/// A hash of a tuple of enums and integers (the shape keys of measured library calls).
+struct TupleHash {
+    template <class... T>
+    [[nodiscard]] std::size_t operator()(const std::tuple<T...>& t) const {
+        std::uint64_t h = 0x9e3779b97f4a7c15ull;
+        std::apply([&h](const auto&... v) { ((h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ull), ...); }, t);
+        return static_cast<std::size_t>(h ^ (h >> 29));
+    }
+};
+/// The order of per-op efficiency keys (op, phase, 16-bit), found by a key with the op as any string
+/// (a std::string_view): compared element by element as views, which clang's tuple comparison of
+/// std::string with std::string_view (libstdc++ 12, C++20) does not do.
+struct OpFactorKeyLess {
+    using is_transparent = void;
+    template <class A, class B>
+    [[nodiscard]] bool operator()(const A& a, const B& b) const {
+        const auto view = [](const auto& key) {
+            return std::tuple<std::string_view, Phase, bool>(std::get<0>(key), std::get<1>(key), std::get<2>(key));
+        };
+        return view(a) < view(b);
+    }
+};
+}  // namespace detail
+
+/// A time the calibration measured at one value x of a shape's varying dimension (a GEMM's n, a
+/// convolution's batch), with what an estimate from measured neighbours reads of it, prepared once
+/// when the context is made: log x, and the measured time over the context's model time at x (the
+/// fitted GEMM model of its unit; a convolution's implicit GEMM's), and that ratio's log
+/// (detail::from_measured_neighbours).
+struct MeasuredPoint {
+    Seconds seconds{0};
+    double log_x = 0;
+    double over_model = 1;      ///< seconds / the model's time at x
+    double log_over_model = 0;  ///< log(over_model)
+};
+
+/// Everything the cost models read, prepared once per GPU and calibration.
+struct CostContext {
+    Ceilings ceilings;
+    int sm_count = 1;
+    std::map<ComputeUnit, GemmModel> gemm;
+    /// cuBLAS GPU times the calibration measured, by exact shape (unit, min(m, n), max(m, n), k,
+    /// batch): the median over the operand layouts measured for that shape.
+    std::unordered_map<std::tuple<ComputeUnit, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, Seconds, detail::TupleHash>
+        gemm_measured;
+    /// The same times along one dimension, for shapes that differ from measured ones in that
+    /// dimension only (a layer's GEMMs at another token count or batch): keyed by the unit and the
+    /// three other dimensions, the varying one -> its measured point (with the unit's model time in
+    /// `gemm` at it). Along m or n: (unit, the other of m and n, k, batch); along k: (unit, min(m, n),
+    /// max(m, n), batch); along the batch: (unit, min, max, k).
+    std::unordered_map<std::tuple<ComputeUnit, std::int64_t, std::int64_t, std::int64_t>, std::map<std::int64_t, MeasuredPoint>,
+                       detail::TupleHash>
+        gemm_measured_along_mn, gemm_measured_along_k, gemm_measured_along_batch;
+    /// The same times by layout too, as measured (not divided by the layout factor): a GEMM whose
+    /// shape the sweep timed in its own layout takes that time.
+    std::unordered_map<std::tuple<ComputeUnit, std::int64_t, std::int64_t, std::int64_t, std::int64_t, GemmLayout>, Seconds,
+                       detail::TupleHash>
+        gemm_measured_in_layout;
+    /// A GEMM's time in each operand layout (GemmDims::layout) over its time with both operands as
+    /// stored (nn), per unit, from the cuBLAS sweep (gemm_layout_factors); 1 for unknown, for the
+    /// layouts the sweep has no pair for, and below gemm_layout_sensitive_dim. The sweep's times above
+    /// are divided by it (times "as nn"); gemm_cost multiplies by the kernel's.
+    std::map<ComputeUnit, std::array<double, 5>> gemm_layout_factor;
+    std::string gemm_layout_factor_source;
+    /// Keyed by (unit, pass, depthwise): depthwise convolutions run other kernels than dense ones.
+    std::map<std::tuple<ComputeUnit, ConvPass, bool>, ConvModel> conv;
+    /// cuDNN times the calibration measured (NCHW, PyTorch's default layout), by shape less the batch:
+    /// every batch size the sweep measured for a convolution geometry (N -> its measured point, with
+    /// the implicit GEMM's model time in `gemm` at N).
+    std::unordered_map<std::tuple<ComputeUnit, ConvPass, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                                  std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                                  std::int64_t, std::int64_t>,
+                       std::map<std::int64_t, MeasuredPoint>, detail::TupleHash>
+        conv_measured_by_batch;
+    std::vector<BandwidthPoint> copy_curve;  ///< bytes/s vs working set, read + written (calibration)
+    std::vector<BandwidthPoint> read_curve;  ///< read-only
+    Seconds kernel_floor{0};                 ///< the least GPU time of any kernel
+    std::string kernel_floor_source;
+    /// The GPU's own time between back-to-back kernels of a stream, added after each kernel whose time
+    /// comes from kernel durations or bandwidth (GEMM and convolution sweeps, timed back to back,
+    /// include it; a kernel at the floor too)
+    Seconds kernel_gap{0};
+    std::string kernel_gap_source;
+    /// Measured / modelled GPU time of PyTorch's own kernels for a graph op, by (op, phase, 16-bit):
+    /// the efficiency of its implementation against the byte and FLOP counts (framework.hpp), one
+    /// point per op timing (normalizations at several reduction shapes). Looked up by
+    /// (std::string_view, Phase, bool) without a copy of the op.
+    std::map<std::tuple<std::string, Phase, bool>, std::vector<OpFactorPoint>, detail::OpFactorKeyLess> op_factor;
+    std::string op_factor_source;
+};
+
+namespace detail {
+
+/// cuBLAS picks its fastest (tensor-core, vectorized) kernels only for dimensions that are
+/// multiples of 8 elements (16-byte aligned rows for 16-bit types).
+[[nodiscard]] inline bool is_aligned(const GemmDims& d) { return d.m % 8 == 0 && d.n % 8 == 0 && d.k % 8 == 0; }
+
+/// The GEMM model: t = t0 + F / (R e), e = u k / (k + k0), where u = tiles / (waves SMs) is the share
+/// of SM slots busy when the output's 128 x 128 tiles run in waves (wave quantization; 1 without
+/// tiles); written as t0 + F (waves SMs) (k + k0) / (R tiles k), two divisions where the plain form
+/// has four (the model runs for every GEMM and every measured neighbour of one); times the unaligned
+/// factor.
+[[nodiscard]] inline Seconds gemm_model_time(const GemmModel& g, const GemmDims& d) {
+    const auto tiles_along = [](std::int64_t x) { return x > 0 ? (x + 127) / 128 : 0; };  // ceil(x / 128)
+    const double tiles = static_cast<double>(tiles_along(d.m)) * static_cast<double>(tiles_along(d.n)) *
+                         static_cast<double>(d.batch);
+    const double k = static_cast<double>(d.k);
+    const double sm_count = static_cast<double>(g.sm_count);
+    const double waves = std::ceil(tiles / sm_count);
+    const double work = gemm_flops(d).value() * (k + g.k_half);
+    const double rate = g.rate.value() * k;
+    const Seconds t = g.fixed_time + Seconds(waves > 0 ? work * (waves * sm_count) / (rate * tiles) : work / rate);
+    return is_aligned(d) ? t : t * g.unaligned_factor;
+}
+
+/// Bandwidth at a working set, interpolated in log-log between curve points; the end values beyond.
+[[nodiscard]] inline std::optional<BytesPerSecond> curve_bandwidth(const std::vector<BandwidthPoint>& curve, Bytes working_set) {
+    if (curve.empty()) return std::nullopt;
+    const double x = working_set.value();
+    if (x <= curve.front().working_set_bytes) return BytesPerSecond(curve.front().bytes_per_second);
+    if (x >= curve.back().working_set_bytes) return BytesPerSecond(curve.back().bytes_per_second);
+    auto hi = std::upper_bound(curve.begin(), curve.end(), x,
+                               [](double v, const BandwidthPoint& p) { return v < p.working_set_bytes; });
+    auto lo = hi - 1;
+    const double t = std::log(x / lo->working_set_bytes) / std::log(hi->working_set_bytes / lo->working_set_bytes);
+    return BytesPerSecond(std::exp(std::log(lo->bytes_per_second) * (1 - t) + std::log(hi->bytes_per_second) * t));
+}
+
+/// Fits t0 and k0 of a GEMM model to measured (dims, seconds) pairs by a grid search that
+/// minimizes the squared log error; returns the model with the smallest error.
+[[nodiscard]] inline GemmModel fit_gemm_model(FlopsPerSecond rate, int sm_count,
+                                              const std::vector<std::pair<GemmDims, double>>& measured) {
+    GemmModel best{rate, Seconds(0), 0, sm_count, 1, {}};
+    double best_error = 1e300;
+    for (double t0_us = 0.5; t0_us <= 40; t0_us *= 1.08) {
+        for (double k0 = 0; k0 <= 2048; k0 = k0 < 4 ? k0 + 4 : k0 * 1.15) {
+            GemmModel g{rate, Seconds(t0_us * 1e-6), k0, sm_count, 1, {}};
+            double error = 0;
+            for (const auto& [d, seconds] : measured) {
+                if (!is_aligned(d)) continue;
+                const double e = std::log(gemm_model_time(g, d).value() / seconds);
+                error += e * e;
+            }
+            if (error < best_error) { best_error = error; best = g; }
+        }
+    }
+    // Unaligned shapes: the median ratio of measured to aligned-model time.
+    std::vector<double> ratios;
+    for (const auto& [d, seconds] : measured) {
+        if (!is_aligned(d)) ratios.push_back(seconds / gemm_model_time(best, d).value());
+    }
+    if (!ratios.empty()) {
+        std::sort(ratios.begin(), ratios.end());
+        best.unaligned_factor = std::max(1.0, ratios[ratios.size() / 2]);
+    }
+    return best;
+}
+
+[[nodiscard]] inline GemmDims implicit_gemm(const ConvDims& c) {
+    // forward: M = N P Q, N = K, K = C R S / groups; backward-data: M = N H W, N = C, K = K R S / groups;
+    // backward-filter: M = K, N = C R S / groups, K = N P Q. Grouped convolutions run `groups` GEMMs.
+    const std::int64_t npq = c.n * c.p() * c.q(), crs = c.c / c.groups * c.r * c.s;
+    switch (c.pass) {
+        case ConvPass::forward: return {npq, c.k / c.groups, crs, c.groups};
+        case ConvPass::backward_data: return {c.n * c.h * c.w, c.c / c.groups, c.k / c.groups * c.r * c.s, c.groups};
+        case ConvPass::backward_filter: return {c.k / c.groups, crs, npq, c.groups};
+    }
+    return {};
+}
+
+}  // namespace detail
+
+namespace detail {
+/// The exact-shape key of a GEMM: C and its transpose are the same work, so (m, n) is unordered.
+[[nodiscard]] inline auto gemm_key(ComputeUnit unit, const GemmDims& d) {
+    return std::tuple{unit, std::min(d.m, d.n), std::max(d.m, d.n), d.k, d.batch};
+}
+
+/// The exact-shape key of a GEMM in its layout.
+[[nodiscard]] inline auto gemm_layout_key(ComputeUnit unit, const GemmDims& d) {
+    return std::tuple{unit, std::min(d.m, d.n), std::max(d.m, d.n), d.k, d.batch, d.layout};
+}
+
+/// The smallest dimension from which a GEMM's operand layout moves its time: below it, a GEMM is bound
+/// by its operands' traffic and cuBLAS's layouts time alike (the H200 sweep's TF32 pairs: 0.6-1.0
+/// with a dimension of 8 to 64, 1.3-2.5 from 768 up).
+inline constexpr std::int64_t gemm_layout_sensitive_dim = 256;
+
+/// Whether `d`'s layout factor applies to it: every dimension at least gemm_layout_sensitive_dim.
+[[nodiscard]] inline bool gemm_layout_sensitive(const GemmDims& d) {
+    return std::min({d.m, d.n, d.k}) >= gemm_layout_sensitive_dim;
+}
+
+/// The layout factors of one unit's sweep points (dims with their row-major layout, seconds): for each
+/// layout but nn, the median over pairs of a point in it and an nn point with the same batch and the
+/// same three dimensions in any order, all at least gemm_layout_sensitive_dim, of their time ratio
+/// (equal work: the sweep times a linear layer's forward, input-gradient and weight-gradient GEMMs,
+/// each in its own layout). Hopper's TF32 tensor cores read only K-major operands (PTX ISA, wgmma:
+/// transposed operands for 16-bit types only), so a TF32 GEMM with an operand stored otherwise runs
+/// slower; 16-bit GEMMs do not care.
+[[nodiscard]] inline std::array<double, 5> gemm_layout_factors(const std::vector<std::pair<GemmDims, double>>& points) {
+    std::array<double, 5> factors{1, 1, 1, 1, 1};
+    const auto sorted_dims = [](const GemmDims& d) {
+        std::array<std::int64_t, 3> a{d.m, d.n, d.k};
+        std::sort(a.begin(), a.end());
+        return a;
+    };
+    for (GemmLayout layout : {GemmLayout::nt, GemmLayout::tn, GemmLayout::tt}) {
+        std::vector<double> ratios;
+        for (const auto& [d, seconds] : points) {
+            if (d.layout != layout || !gemm_layout_sensitive(d)) continue;
+            for (const auto& [e, nn_seconds] : points) {
+                if (e.layout == GemmLayout::nn && e.batch == d.batch && sorted_dims(e) == sorted_dims(d)) ratios.push_back(seconds / nn_seconds);
+            }
+        }
+        if (ratios.empty()) continue;
+        std::sort(ratios.begin(), ratios.end());
+        factors[static_cast<std::size_t>(layout)] = ratios[ratios.size() / 2];
+    }
+    return factors;
+}
+
+/// The point measured at `x` in `seconds` where the model gives `model_seconds` (MeasuredPoint).
+[[nodiscard]] inline MeasuredPoint measured_point(std::int64_t x, Seconds seconds, Seconds model_seconds) {
+    const double over_model = seconds / model_seconds;
+    return {seconds, std::log(static_cast<double>(x)), over_model, std::log(over_model)};
+}
+
+/// The key of a convolution's geometry: its shape less the batch size N (unit, pass, C, H, W, K, R, S,
+/// stride, padding and dilation in each dimension, groups).
+[[nodiscard]] inline auto conv_geometry_key(ComputeUnit unit, const ConvDims& d) {
+    return std::tuple{unit, d.pass, d.c, d.h, d.w, d.k, d.r, d.s, d.stride_h, d.stride_w, d.pad_h, d.pad_w,
+                      d.dilation_h, d.dilation_w, d.groups};
+}
+}  // namespace detail
+
+/// The cost context of a GPU from its datasheet alone: roofline ceilings, GEMMs at the peak rate.
+[[nodiscard]] inline CostContext make_cost_context(const GpuSpec& spec, const Calibration* calibration = nullptr) {
+    CostContext ctx;
+    ctx.sm_count = spec.sm_count.value;
+    ctx.ceilings = calibration ? ceilings_from_calibration(*calibration, spec) : ceilings_from_spec(spec);
+    for (const auto& [unit, ceiling] : ctx.ceilings.compute) {
+        ctx.gemm[unit] = GemmModel{ceiling.value, Seconds(0), 0, ctx.sm_count, 1, ceiling.source};
+    }
+    if (!calibration) return ctx;
+
+    const Calibration& cal = *calibration;
+    if (cal.device.sm_count > 0) ctx.sm_count = cal.device.sm_count;
+    const std::string measured = provenance(cal);
+    // GEMM: the layout factors per unit; then fit t0 and k0 per unit to the cuBLAS sweep's times as nn
+    // (each over its layout's factor), against the unit's library ceiling.
+    std::map<ComputeUnit, std::vector<std::pair<GemmDims, double>>> sweep;
+    for (const auto& r : cal.gemm_sweep) {
+        GemmDims d{r.m, r.n, r.k, r.batch};
+        d.layout = gemm_layout_from_cublas(r.layout).value_or(GemmLayout::unknown);
+        sweep[r.unit].push_back({d, r.seconds.median});
+    }
+    for (const auto& [unit, points] : sweep) {
+        for (const auto& [d, seconds] : points) {
+            if (d.layout != GemmLayout::unknown) ctx.gemm_measured_in_layout[detail::gemm_layout_key(unit, d)] = Seconds(seconds);
+        }
+    }
+    for (auto& [unit, points] : sweep) {
+        if (!ctx.ceilings.has(unit) || points.size() < 4) continue;
+        const auto factors = detail::gemm_layout_factors(points);
+        ctx.gemm_layout_factor[unit] = factors;
+        for (auto& [d, seconds] : points) {
+            if (detail::gemm_layout_sensitive(d)) seconds /= factors[static_cast<std::size_t>(d.layout)];
+        }
+    }
+    if (!ctx.gemm_layout_factor.empty()) {
+        ctx.gemm_layout_factor_source = measured + " (cuBLAS sweep: each layout's time over nn's, pairs of equal work)";
+    }
+    for (auto& [unit, points] : sweep) {
+        if (!ctx.ceilings.has(unit) || points.size() < 4) continue;
+        GemmModel g = detail::fit_gemm_model(ctx.ceilings.rate(unit), ctx.sm_count, points);
+        g.source = measured + " (cuBLAS sweep of " + std::to_string(points.size()) + " shapes, fitted t0 and k0)";
+        ctx.gemm[unit] = g;
+    }
+    std::map<std::tuple<ComputeUnit, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, std::vector<double>> by_shape;
+    for (const auto& [unit, points] : sweep) {
+        for (const auto& [d, seconds] : points) by_shape[detail::gemm_key(unit, d)].push_back(seconds);
+    }
+    for (auto& [key, times] : by_shape) {
+        std::sort(times.begin(), times.end());
+        const Seconds t(times[times.size() / 2]);
+        ctx.gemm_measured[key] = t;
+        const auto& [unit, lo, hi, k, batch] = key;
+        const auto model = ctx.gemm.find(unit);
+        if (model == ctx.gemm.end()) continue;  // a unit the GPU lacks: no GEMM of it is costed
+        // the shape's model time, the same in each table (the model is symmetric in m and n)
+        const Seconds model_t = detail::gemm_model_time(model->second, GemmDims{lo, hi, k, batch});
+        ctx.gemm_measured_along_mn[{unit, lo, k, batch}][hi] = detail::measured_point(hi, t, model_t);
+        ctx.gemm_measured_along_mn[{unit, hi, k, batch}][lo] = detail::measured_point(lo, t, model_t);
+        ctx.gemm_measured_along_k[{unit, lo, hi, batch}][k] = detail::measured_point(k, t, model_t);
+        ctx.gemm_measured_along_batch[{unit, lo, hi, k}][batch] = detail::measured_point(batch, t, model_t);
+    }
+    // Convolution, NCHW records only (PyTorch's default layout): the measured time by exact shape, and
+    // the median ratio of cuDNN time to the GEMM model of the implicit GEMM, per unit, pass and
+    // depthwise-or-dense, for shapes the sweep did not measure. A GPU whose fp16 and bf16 tensor rates
+    // agree within 5 % as measured (every Ampere and Hopper part roofsim covers) runs cuDNN's fp16
+    // convolutions as its bf16 ones: where the sweep timed no fp16 convolution, they take the bf16
+    // records (each record counted once per unit it stands for).
+    const auto has_records = [&cal](ComputeUnit u) {
+        return std::any_of(cal.conv_sweep.begin(), cal.conv_sweep.end(), [u](const auto& r) { return r.unit == u; });
+    };
+    const bool fp16_as_bf16 = !has_records(ComputeUnit::fp16_tensor) && has_records(ComputeUnit::bf16_tensor) &&
+                              ctx.ceilings.has(ComputeUnit::fp16_tensor) && ctx.ceilings.has(ComputeUnit::bf16_tensor) &&
+                              std::abs(ctx.ceilings.rate(ComputeUnit::fp16_tensor) / ctx.ceilings.rate(ComputeUnit::bf16_tensor) - 1) < 0.05 &&
+                              ctx.gemm.count(ComputeUnit::fp16_tensor) != 0;
+    std::vector<ConvRecord> records = cal.conv_sweep;
+    if (fp16_as_bf16) {
+        for (const auto& r : cal.conv_sweep) {
+            if (r.unit != ComputeUnit::bf16_tensor) continue;
+            records.push_back(r);
+            records.back().unit = ComputeUnit::fp16_tensor;
+        }
+    }
+    std::map<std::tuple<ComputeUnit, ConvPass, bool>, std::vector<double>> ratios;
+    for (const auto& r : records) {
+        auto g = ctx.gemm.find(r.unit);
+        if (g == ctx.gemm.end() || r.layout != "NCHW") continue;
+        ConvDims d;
+        d.pass = r.pass;
+        d.n = r.n; d.c = r.c; d.h = r.h; d.w = r.w; d.k = r.k; d.r = r.r; d.s = r.s;
+        d.stride_w = r.stride;
+        d.pad_w = r.pad;
+        d.dilation_w = r.dilation;
+        d.stride_h = r.stride_along_h();
+        d.pad_h = r.pad_along_h();
+        d.dilation_h = r.dilation_along_h();
+        d.groups = r.groups;
+        const bool depthwise = r.groups > 1 && r.groups == r.c;
+        const Seconds model_t = detail::gemm_model_time(g->second, detail::implicit_gemm(d));
+        ratios[{r.unit, r.pass, depthwise}].push_back(r.seconds.median / model_t.value());
+        ctx.conv_measured_by_batch[detail::conv_geometry_key(r.unit, d)][d.n] = detail::measured_point(d.n, Seconds(r.seconds.median), model_t);
+    }
+    for (auto& [key, v] : ratios) {
+        std::sort(v.begin(), v.end());
+        ctx.conv[key] = ConvModel{v[v.size() / 2], measured + " (cuDNN sweep, median of " + std::to_string(v.size()) + " shapes)"};
+    }
+    if (auto it = cal.bandwidth_curve.find(AccessPattern::copy); it != cal.bandwidth_curve.end()) ctx.copy_curve = it->second;
+    if (auto it = cal.bandwidth_curve.find(AccessPattern::read); it != cal.bandwidth_curve.end()) ctx.read_curve = it->second;
+    if (ctx.ceilings.launch_latency) {
+        ctx.kernel_floor = ctx.ceilings.launch_latency->value;
+        ctx.kernel_floor_source = ctx.ceilings.launch_latency->source;
+    }
+    return ctx;
+}
+
+/// The time of one kernel and which limit set it.
+struct KernelCost {
+    Seconds time{0};
+    Bound bound = Bound::compute;
+};
+
+}  // namespace roofsim

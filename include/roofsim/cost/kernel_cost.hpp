@@ -1,0 +1,92 @@
+#pragma once
+/// The GPU time of one kernel of the IR: the cost model of its kind, times its per-op efficiency,
+/// never below the launch floor; and the gap after it on its stream.
+
+#include <roofsim/cost/attention.hpp>
+#include <roofsim/cost/conv.hpp>
+#include <roofsim/cost/gemm.hpp>
+#include <roofsim/cost/op_factor.hpp>
+#include <roofsim/cost/streaming.hpp>
+#include <roofsim/detail/cost_memo.hpp>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <map>
+#include <new>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace roofsim {
+
+/// The GPU time after a kernel before the next one of its stream can start: ctx.kernel_gap, except
+/// after GEMMs and convolutions (their sweep timings include it) and kernels at the latency floor.
+[[nodiscard]] inline Seconds gap_after(const Kernel& k, const KernelCost& c, const CostContext& ctx) {
+    if (k.kind == KernelKind::host_only || k.kind == KernelKind::gemm || k.kind == KernelKind::conv ||
+        c.bound == Bound::latency) {
+        return Seconds(0);
+    }
+    return ctx.kernel_gap;
+}
+
+namespace detail {
+
+/// kernel_cost, for a caller costing many kernels: with the kernel's per-op efficiency `factor`
+/// (op_factor) looked up beforehand, and the curves' bandwidths and the GEMM and convolution shapes'
+/// costs remembered where `memo` and `shapes` are given.
+[[nodiscard]] inline KernelCost kernel_cost(const Kernel& k, const CostContext& ctx, double factor, BandwidthMemo* memo,
+                                            ShapeMemo* shapes = nullptr) {
+    KernelCost c;
+    switch (k.kind) {
+        case KernelKind::host_only: return {Seconds(0), Bound::latency};
+        case KernelKind::gemm:
+            if (const auto* g = std::get_if<GemmDims>(&k.dims)) {
+                c = shapes ? shapes->cost(k, *g, [&] { return gemm_cost(k, *g, ctx); }) : gemm_cost(k, *g, ctx);
+            } else {
+                c = streaming_cost(k, ctx, false, memo);
+            }
+            break;
+        case KernelKind::conv:
+            if (const auto* d = std::get_if<ConvDims>(&k.dims)) {
+                c = shapes ? shapes->cost(k, *d, [&] { return conv_cost(k, *d, ctx); }) : conv_cost(k, *d, ctx);
+            } else {
+                c = streaming_cost(k, ctx, false, memo);
+            }
+            break;
+        case KernelKind::attention:
+            c = std::holds_alternative<AttentionDims>(k.dims) ? attention_cost(k, std::get<AttentionDims>(k.dims), ctx)
+                                                               : streaming_cost(k, ctx, false, memo);
+            break;
+        case KernelKind::reduction: c = streaming_cost(k, ctx, true, memo); break;
+        case KernelKind::unknown: {
+            KernelWork w{k.flops, k.unit, k.bytes(), std::nullopt};
+            const RooflineTime r = roofline_time(w, ctx.ceilings);
+            c = {r.time, r.bound};
+            break;
+        }
+        default: c = streaming_cost(k, ctx, false, memo); break;
+    }
+    c.time *= factor;
+    if (c.time < ctx.kernel_floor) c = {ctx.kernel_floor, Bound::latency};
+    return c;
+}
+
+}  // namespace detail
+
+/// The GPU time of one kernel, never below the kernel floor. Host-only ops take no GPU time. Unknown
+/// kernels are costed by their bytes and FLOPs on the roofline and stay flagged.
+[[nodiscard]] inline KernelCost kernel_cost(const Kernel& k, const CostContext& ctx) {
+    return detail::kernel_cost(k, ctx, op_factor(k, ctx), nullptr);
+}
+
+}  // namespace roofsim
