@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "common.cuh"
-#include "roofsim/detail/fit.hpp"
+#include <roofsim/detail/fit.hpp>
 
 namespace roofsim::calib {
 namespace {

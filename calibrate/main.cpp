@@ -14,9 +14,9 @@
 #include <thread>
 
 #include "probe.hpp"
-#include "roofsim/calibration.hpp"
+#include <roofsim/profile/calibration.hpp>
 #if __has_include("roofsim/gpu.hpp")
-#include "roofsim/gpu.hpp"
+#include <roofsim/gpu.hpp>
 #define ROOFSIM_CALIBRATE_HAVE_GPU_TABLE 1
 #endif
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "roofsim/calibration.hpp"
+#include <roofsim/profile/calibration.hpp>
 
 namespace roofsim::calib {
 
