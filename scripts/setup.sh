@@ -4,8 +4,9 @@ set -euo pipefail
 
 roofsim_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 roofsim_packages=(g++ make cmake libeigen3-dev catch2 libcli11-dev nlohmann-json3-dev libbenchmark-dev)
-# The exporter's tests (tools/roofsim_export) run on Debian's CPU build of PyTorch.
-roofsim_test_packages=(python3 python3-torch python3-torchvision)
+# The exporter's tests (tools/roofsim_export) run on Debian's CPU build of PyTorch; the JSON Schemas
+# are checked against the shipped files with python3-jsonschema.
+roofsim_test_packages=(python3 python3-torch python3-torchvision python3-jsonschema)
 
 # roofsim_install_packages [extra package...]: the build packages, plus any given.
 roofsim_install_packages() {

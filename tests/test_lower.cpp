@@ -1,14 +1,16 @@
 #include "catch.hpp"
 
+#include <roofsim/detail/json_file.hpp>
 #include <roofsim/lower/lower.hpp>
 #include <roofsim/memory.hpp>
 #include <roofsim/predict.hpp>
-#include <validate/validation.hpp>
 #include <roofsim/zoo/zoo.hpp>
+#include <validate/validation.hpp>
 
 #include <algorithm>
 #include <filesystem>
 #include <string>
+#include <set>
 #include <vector>
 
 using namespace roofsim;
@@ -538,4 +540,15 @@ TEST_CASE("a cat's leaf inputs get their gradients as contiguous copies where th
     CHECK(clones(1, true) == 2);
     CHECK(clones(0, true) == 0);   // contiguous slices: AccumulateGrad keeps them
     CHECK(clones(-1, false) == 0);  // no gradient wanted
+}
+
+TEST_CASE("the graph schema's ops are the ops lowering knows", "[lower][schema]") {
+    const auto schema = detail::read_json_file(std::filesystem::path(ROOFSIM_SOURCE_DIR) / "docs" / "graph.schema.json");
+    std::set<std::string> in_schema;
+    for (const auto& op : schema.at("properties").at("layers").at("items").at("properties").at("op").at("enum")) {
+        in_schema.insert(op.get<std::string>());
+    }
+    std::set<std::string> known;
+    for (const auto& [name, op] : detail::known_ops()) known.insert(name);
+    CHECK(in_schema == known);
 }

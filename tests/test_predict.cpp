@@ -1088,6 +1088,8 @@ TEST_CASE("optimizer.zero_grad() is charged on the host before a step's first ke
           Catch::Approx(100e-6 + tensors * 2e-6));
     CHECK(cold.host_time.value() == Catch::Approx(with.host_time.value() + (900e-6 + tensors * 9e-6) - (100e-6 + tensors * 2e-6)));
     CHECK(to_json(with).at("zero_grad_seconds").get<double>() == Catch::Approx(zero_grad));
+    CHECK(to_json(with).at("kind") == "roofsim-prediction");
+    CHECK(to_json(with).at("schema_version") == 1);
 
     // no optimizer: no zero_grad()
     o.lowering.optimizer.kind = OptimizerKind::none;

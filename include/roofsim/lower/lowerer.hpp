@@ -5,6 +5,7 @@
 /// operand read once, every result written once) unless the rule says the implementation makes
 /// more passes.
 
+#include <roofsim/detail/concat.hpp>
 #include <roofsim/detail/name_index.hpp>
 #include <roofsim/graph.hpp>
 #include <roofsim/ir.hpp>
@@ -32,14 +33,6 @@
 namespace roofsim {
 
 namespace detail {
-
-/// `a`, `b` and `c` in one string, allocated once.
-[[nodiscard]] inline std::string concat(std::string_view a, std::string_view b, std::string_view c = {}) {
-    std::string s;
-    s.reserve(a.size() + b.size() + c.size());
-    s.append(a).append(b).append(c);
-    return s;
-}
 
 /// `a`, `b` and `c` as one name: a kernel's op made of parts ("aten::relu_backward"), in place.
 [[nodiscard]] inline Name joined_name(std::string_view a, std::string_view b, std::string_view c = {}) {

@@ -12,6 +12,10 @@
 
 namespace roofsim {
 
+/// The kind and format version of a prediction's JSON document (bumped whenever its format changes).
+inline constexpr std::string_view prediction_json_kind = "roofsim-prediction";
+inline constexpr int prediction_json_schema_version = 1;
+
 /// The prediction as JSON (SI units, unit in each key).
 [[nodiscard]] inline nlohmann::json to_json(const Prediction& p) {
     nlohmann::json layers = nlohmann::json::array();
@@ -29,7 +33,9 @@ namespace roofsim {
                           {"flagged_kernels", r.flagged},
                           {"share_of_gpu_time", r.share}});
     }
-    return {{"gpu", p.gpu_key},
+    return {{"kind", prediction_json_kind},
+            {"schema_version", prediction_json_schema_version},
+            {"gpu", p.gpu_key},
             {"ceilings", p.ceilings_origin},
             {"host_costs", p.host_costs_source},
             {"precision", to_string(p.precision)},

@@ -3,6 +3,7 @@
 /// host time of one kernel's dispatch from them.
 
 #include <roofsim/cost/context.hpp>
+#include <roofsim/cost/op_factor.hpp>
 #include <roofsim/ir.hpp>
 #include <roofsim/profile/framework.hpp>
 

@@ -3,6 +3,7 @@
 /// optimizer.zero_grad() and optimizer.step(), a convolution's growth with size.
 
 #include <roofsim/cost/context.hpp>
+#include <roofsim/detail/concat.hpp>
 #include <roofsim/precision_mode.hpp>
 #include <roofsim/profile/framework.hpp>
 #include <roofsim/sim/host_costs.hpp>
