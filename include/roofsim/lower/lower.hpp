@@ -2,6 +2,17 @@
 /// Lowers a layer graph into the kernels of one training step.
 
 #include <roofsim/lower/lowerer.hpp>
+// the lowering rules, by op family (each defines its Lowerer members)
+#include <roofsim/lower/attention.hpp>
+#include <roofsim/lower/conv.hpp>
+#include <roofsim/lower/elementwise.hpp>
+#include <roofsim/lower/embedding.hpp>
+#include <roofsim/lower/layout.hpp>
+#include <roofsim/lower/linear.hpp>
+#include <roofsim/lower/norm.hpp>
+#include <roofsim/lower/optimizer.hpp>
+#include <roofsim/lower/pool.hpp>
+#include <roofsim/lower/reduction.hpp>
 
 #include <algorithm>
 #include <array>
