@@ -5,6 +5,7 @@
 // (layers: median 10%, 90th percentile 25%; models: 10% each, host-paced ones within their measured
 // spread; peak memory 15%). Known misses are listed by case with their reason (docs/validation.md).
 #include "catch.hpp"
+#include "framework_figures.hpp"
 
 #include <roofsim/profile/builtin.hpp>
 #include <validate/validation.hpp>
@@ -238,6 +239,7 @@ TEST_CASE("a model case's host canary is read where the measurement recorded it"
     FrameworkProfile f;
     f.figures["eager_op_add"] = FrameworkFigure{10e-6, 10e-6, 10e-6, 1, "set by the test", std::nullopt};
     f.host_reference_seconds_per_op = Seconds(15e-6);
+    test::add_missing_step_figures(f);
     CHECK(host_time_scale(set.cases[0], &f, HostSpeed::measured) == Catch::Approx(0.5));
     CHECK(host_time_scale(set.cases[0], &f, HostSpeed::profiled) == 1.0);
     CHECK(host_time_scale(set.cases[1], &f, HostSpeed::measured) == 1.0);  // no canary

@@ -47,10 +47,6 @@ struct KernelIr {
     /// the median of the reference calls around the timed forwards), where the IR gives it: the code
     /// was timed at that speed, which a shared host's swings can put far from its fastest.
     std::optional<Seconds> model_code_timed_reference;
-    /// An earlier exporter's reference instead (`model_code.reference_seconds`): the median of calls
-    /// just before and after one forward, as a shared host's speed of the moment swung it. Kept, not
-    /// used: its model code is charged as timed.
-    std::optional<Seconds> model_code_median_reference;
     std::string model_code_method;
 };
 
@@ -264,22 +260,14 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
     }
     if (root.has("model_code")) {
         const JsonCursor m = root.at("model_code");
-        detail::check_fields(m, {"fastest_reference_seconds", "timed_reference_seconds", "reference_seconds", "method"});
-        if (m.has("fastest_reference_seconds") == m.has("reference_seconds")) {
-            m.fail("expected fastest_reference_seconds (or an earlier exporter's reference_seconds), one of them");
-        }
-        if (m.has("fastest_reference_seconds")) {
-            ir.model_code_fastest_reference = Seconds(m.at("fastest_reference_seconds").positive());
-            if (m.has("timed_reference_seconds")) {
-                const JsonCursor timed = m.at("timed_reference_seconds");
-                ir.model_code_timed_reference = Seconds(timed.positive());
-                if (*ir.model_code_timed_reference < *ir.model_code_fastest_reference) {
-                    timed.fail("below fastest_reference_seconds: a median of calls cannot be faster than their fastest");
-                }
+        detail::check_fields(m, {"fastest_reference_seconds", "timed_reference_seconds", "method"});
+        ir.model_code_fastest_reference = Seconds(m.at("fastest_reference_seconds").positive());
+        if (m.has("timed_reference_seconds")) {
+            const JsonCursor timed = m.at("timed_reference_seconds");
+            ir.model_code_timed_reference = Seconds(timed.positive());
+            if (*ir.model_code_timed_reference < *ir.model_code_fastest_reference) {
+                timed.fail("below fastest_reference_seconds: a median of calls cannot be faster than their fastest");
             }
-        } else {
-            if (m.has("timed_reference_seconds")) m.at("timed_reference_seconds").fail("only with fastest_reference_seconds");
-            ir.model_code_median_reference = Seconds(m.at("reference_seconds").positive());
         }
         ir.model_code_method = m.at("method").string();
     }
@@ -356,8 +344,6 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
         j["model_code"] = {{"fastest_reference_seconds", ir.model_code_fastest_reference->value()},
                            {"method", ir.model_code_method}};
         if (ir.model_code_timed_reference) j["model_code"]["timed_reference_seconds"] = ir.model_code_timed_reference->value();
-    } else if (ir.model_code_median_reference) {
-        j["model_code"] = {{"reference_seconds", ir.model_code_median_reference->value()}, {"method", ir.model_code_method}};
     }
     j["kernels"] = std::move(kernels);
     return j;

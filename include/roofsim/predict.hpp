@@ -206,7 +206,7 @@ struct PredictOptions {
     if (!framework) return host_costs_from_launch_rate(ctx);
     HostCosts h = host_costs_from_framework(*framework, mode, ir.optimizer, static_cast<std::size_t>(ir.parameter_tensors));
     const bool amp = rules_for(mode).autocast;
-    h.per_kernel = framework->seconds(amp ? "eager_op_add_autocast" : "eager_op_add").value_or(Seconds(0));
+    h.per_kernel = framework->required(amp ? "eager_op_add_autocast" : "eager_op_add");
     note_host_of_other_gpu(h, *framework, ctx);
     const bool has_model_code = std::any_of(ir.list.kernels.begin(), ir.list.kernels.end(),
                                             [](const Kernel& k) { return k.python_time.value() > 0; });
@@ -219,17 +219,13 @@ struct PredictOptions {
         // a time (the probe's passes on one H200 machine, 0.87-1.95 ms), its fastest call held at
         // 0.83-0.90 ms over six of seven runs of 2026-12-01, though one probe's calls all ran slow
         // (1.40 ms). An IR without that median: the exporting host's fastest call.
-        const auto here = framework->fastest_seconds("python_reference");
-        if (here && ir.model_code_fastest_reference) {
-            h.model_code_scale = *here / ir.model_code_timed_reference.value_or(*ir.model_code_fastest_reference);
-        } else if (!here) {
-            h.source += "; model code at the exporting host's speed (the profile has no python_reference)";
-        } else {
-            h.source += ir.model_code_median_reference
-                            ? "; model code at the exporting host's speed (the IR's reference is an earlier exporter's "
-                              "median of the moment, not its fastest call: export it again to scale)"
-                            : "; model code at the exporting host's speed (the IR has no python reference)";
+        (void)framework->required("python_reference");
+        const Seconds here = *framework->fastest_seconds("python_reference");
+        if (!ir.model_code_fastest_reference) {
+            throw std::runtime_error("kernel IR of " + ir.list.model + ": its model code has no timed reference work "
+                                     "(model_code.fastest_reference_seconds): export it again with roofsim_export");
         }
+        h.model_code_scale = here / ir.model_code_timed_reference.value_or(*ir.model_code_fastest_reference);
     }
     return h;
 }

@@ -118,6 +118,13 @@ struct FrameworkProfile {
         return Seconds(it->second.seconds);
     }
 
+    /// A figure the prediction cannot do without: an error naming it and the profile where it is missing.
+    [[nodiscard]] Seconds required(std::string_view key) const {
+        if (const auto s = seconds(key)) return *s;
+        throw std::runtime_error("framework profile of " + device_name + " (" + date_utc.substr(0, 10) + "): no figure '" +
+                                 std::string(key) + "' (calibrate/torch_framework_probe.py measures it)");
+    }
+
     /// A figure's fastest sample as measured, not put on the host speed (FrameworkFigure::measured_min).
     [[nodiscard]] std::optional<Seconds> fastest_seconds(std::string_view key) const {
         auto it = figures.find(key);

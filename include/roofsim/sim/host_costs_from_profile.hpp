@@ -30,62 +30,47 @@ namespace roofsim {
 /// (the probe's fit over 64 and 512 tiny parameters), for the optimizer as it runs (SGD with weight
 /// decay runs one more foreach op, which allocates a new gradient list), measured with the CPU's
 /// caches flushed before each step (`_cold`: in a training step the forward and backward run between
-/// two optimizer steps). A profile without those figures (before the twenty-third run of 2026-11-30)
-/// gives the back-to-back ones, then SGD's without weight decay. Adam reads AdamW's figures.
-/// OptimizerTiming::back_to_back: the back-to-back figures alone (steps timed one after another).
+/// two optimizer steps). Adam reads AdamW's figures. OptimizerTiming::back_to_back: the figures of
+/// steps timed one after another. A figure the profile lacks is an error naming it.
 [[nodiscard]] inline Seconds optimizer_step_host_seconds(const FrameworkProfile& f, const OptimizerOptions& optimizer,
                                                          std::size_t parameter_tensors,
                                                          OptimizerTiming timing = OptimizerTiming::in_training_step) {
     if (optimizer.kind == OptimizerKind::none) return Seconds(0);
-    const bool sgd = optimizer.kind == OptimizerKind::sgd;
-    const std::string_view impl = optimizer.fused ? "_fused" : "_foreach";
-    const std::string_view sgd_kinds[] = {"optimizer_sgd_wd", "optimizer_sgd"}, adamw_kinds[] = {"optimizer_adamw"};
-    const std::span<const std::string_view> kinds =
-        !sgd ? std::span<const std::string_view>(adamw_kinds)
-             : std::span<const std::string_view>(sgd_kinds).subspan(optimizer.weight_decay ? 0 : 1);
-    std::string key;  // "<kind><impl><when>_per_step", then "..._per_param": one buffer, no allocation per key
-    key.reserve(64);
-    for (const std::string_view kind : kinds) {
-        for (const std::string_view when : {std::string_view("_cold"), std::string_view()}) {
-            if (timing == OptimizerTiming::back_to_back && !when.empty()) continue;
-            key.assign(kind).append(impl).append(when);
-            const std::size_t base = key.size();
-            const auto per_step = f.seconds(key.append("_per_step"));
-            key.resize(base);
-            const auto per_param = f.seconds(key.append("_per_param"));
-            if (per_step && per_param) return *per_step + static_cast<double>(parameter_tensors) * *per_param;
-        }
-    }
-    return Seconds(0);
+    const std::string_view kind = optimizer.kind != OptimizerKind::sgd ? "optimizer_adamw"
+                                  : optimizer.weight_decay            ? "optimizer_sgd_wd"
+                                                                      : "optimizer_sgd";
+    const std::string_view when = timing == OptimizerTiming::in_training_step ? "_cold" : "";
+    const std::string base = detail::concat(kind, optimizer.fused ? "_fused" : "_foreach", when);
+    const Seconds per_step = f.required(base + "_per_step");
+    const Seconds per_param = f.required(base + "_per_param");
+    return per_step + static_cast<double>(parameter_tensors) * per_param;
 }
 
 /// Where optimizer.step() launches each foreach op's kernels within its host time, from the profile's
 /// optimizer_<kind>_foreach_launches figure (the probe's, on 512 tiny parameters under torch.profiler):
 /// SGD with or without weight decay as it runs, Adam on AdamW's (the same ops less the decay's
 /// multiply). Empty for the fused optimizers (one kernel per launch at the end of their host work,
-/// not measured) and for a profile without the figure (before the eighty-seventh run of 2026-12-03).
+/// not measured); a profile without the figure is an error naming it.
 [[nodiscard]] inline std::vector<OptimizerLaunch> optimizer_launches(const FrameworkProfile& f, const OptimizerOptions& optimizer) {
     if (optimizer.kind == OptimizerKind::none || optimizer.fused) return {};
     const std::string_view key = optimizer.kind != OptimizerKind::sgd ? "optimizer_adamw_foreach_launches"
                                  : optimizer.weight_decay            ? "optimizer_sgd_wd_foreach_launches"
                                                                      : "optimizer_sgd_foreach_launches";
-    const auto it = f.figures.find(key);
-    return it != f.figures.end() ? it->second.launches : std::vector<OptimizerLaunch>{};
+    (void)f.required(key);
+    return f.figures.find(key)->second.launches;
 }
 
 /// Host time of optimizer.zero_grad(set_to_none=True) over `parameter_tensors` tensors, as a training
 /// step calls it before its forward: per_step + tensors x per_param (the probe's fit over 64 and 512
 /// parameters holding gradients of 256 and 1 Mi elements alternately; it launches nothing: each
 /// gradient is dropped and the caching allocator takes its block back), with the CPU's caches as the
-/// previous step's optimizer.step() leaves them (the back-to-back figures). Zero without an optimizer,
-/// or from a profile without the figures (before the eightieth run of 2026-12-02).
+/// previous step's optimizer.step() leaves them (the back-to-back figures). Zero without an optimizer.
 [[nodiscard]] inline Seconds zero_grad_host_seconds(const FrameworkProfile& f, const OptimizerOptions& optimizer,
                                                     std::size_t parameter_tensors) {
     if (optimizer.kind == OptimizerKind::none) return Seconds(0);
-    const auto per_step = f.seconds("zero_grad_per_step");
-    const auto per_param = f.seconds("zero_grad_per_param");
-    if (!per_step || !per_param) return Seconds(0);
-    return max(Seconds(0), *per_step + static_cast<double>(parameter_tensors) * *per_param);
+    const Seconds per_step = f.required("zero_grad_per_step");
+    const Seconds per_param = f.required("zero_grad_per_param");
+    return max(Seconds(0), per_step + static_cast<double>(parameter_tensors) * per_param);
 }
 
 /// The precision class a convolution's host path differs by in `mode` (the conv_host figures' "mode"):
@@ -187,26 +172,23 @@ namespace detail {
     // A view's backward node launches nothing: its one-at-a-time figure is the difference of two
     // noisy times (often 0); the chain slope of view nodes measures it (the engine's cost of a node
     // plus one view op), whatever the autocast state.
-    if (const auto view = f.seconds("backward_node_view")) {
-        for (const std::string_view op : {"reshape", "flatten"}) {
-            if (!wanted(op)) continue;
-            h.backward[op] = *view;
-            h.backward_nodes[op] = 1;  // the chain of view nodes: one a view
-        }
+    for (const std::string_view op : {"reshape", "flatten"}) {
+        if (!wanted(op)) continue;
+        h.backward[op] = f.required("backward_node_view");
+        h.backward_nodes[op] = 1;  // the chain of view nodes: one a view
     }
     // backward() walks its whole graph before it runs a node: the walk per node, which the chain
     // figures hold spread over their nodes, is charged before the first backward kernel
     // (simulate: backward_walk_share)
-    h.backward_walk_per_node = f.seconds("backward_walk_node").value_or(Seconds(0));
+    h.backward_walk_per_node = f.required("backward_walk_node");
     // A copy AccumulateGrad dispatches and launches on its own: one eager op (a tiny add, back to back).
-    if (const auto eager = f.seconds("eager_op_add"); eager && wanted(accumulate_grad_clone_host_op)) {
-        h.backward[accumulate_grad_clone_host_op] = *eager;
-    }
-    h.default_forward = h.forward.count("add") ? h.forward.at("add") : Seconds(0);
-    h.default_backward = h.backward.count("add") ? h.backward.at("add") : Seconds(0);
-    h.backward_call = f.seconds("backward_call").value_or(Seconds(0));
-    h.synchronize = f.seconds("cuda_synchronize_idle").value_or(Seconds(0));
+    if (wanted(accumulate_grad_clone_host_op)) h.backward[accumulate_grad_clone_host_op] = f.required("eager_op_add");
     const std::string_view amp_suffix = amp ? suffix : std::string_view();
+    // an op without figures of its own takes the add layer's
+    h.default_forward = f.required(concat(forward_prefix, "add", amp_suffix));
+    h.default_backward = f.required(concat(backward_prefix, "add", amp_suffix));
+    h.backward_call = f.required("backward_call");
+    h.synchronize = f.required("cuda_synchronize_idle");
     // A graph of one op (a layer on its own) pays the per-call costs that the per-layer figures, chain
     // slopes, leave out: the op's steady-state figure is the whole host cost of one forward + backward,
     // and what the per-layer figures do not account for is this step's per-call cost.
@@ -237,10 +219,10 @@ namespace detail {
     }
     // Where the per-call cost falls: before the first backward kernel (host ahead of the GPU) or
     // after the last one (overlapping the GPU's tail), in the shares measured on an idle GPU.
-    const auto before = f.seconds(concat("backward_call_before_first_kernel", amp_suffix));
-    const auto after = f.seconds(concat("backward_call_after_last_kernel", amp_suffix));
-    if (before && after && (*before + *after).value() > 0) {
-        const double share_before = *before / (*before + *after);
+    const Seconds before = f.required(concat("backward_call_before_first_kernel", amp_suffix));
+    const Seconds after = f.required(concat("backward_call_after_last_kernel", amp_suffix));
+    if ((before + after).value() > 0) {
+        const double share_before = before / (before + after);
         h.backward_call_end = h.backward_call * (1 - share_before);
         h.backward_call = h.backward_call * share_before;
     }
