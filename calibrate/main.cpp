@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "probe.hpp"
-#include <roofsim/profile/calibration.hpp>
+#include <roofsim/profile/calibration_json.hpp>
 #if __has_include("roofsim/gpu.hpp")
 #include <roofsim/gpu.hpp>
 #define ROOFSIM_CALIBRATE_HAVE_GPU_TABLE 1

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "catch.hpp"
-#include <roofsim/profile/calibration.hpp>
+#include <roofsim/profile/calibration_json.hpp>
 #include <roofsim/detail/fit.hpp>
 
 using namespace roofsim;

@@ -17,6 +17,7 @@
 
 // Profiles: the GPU calibration and the framework (PyTorch host) profile, and the built-in ones.
 #include <roofsim/profile/calibration.hpp>
+#include <roofsim/profile/calibration_json.hpp>
 #include <roofsim/profile/framework.hpp>
 #include <roofsim/profile/builtin.hpp>
 #include <roofsim/roofline.hpp>

@@ -4,7 +4,7 @@
 /// installed share/roofsim after `cmake --install` (the compile definition ROOFSIM_DATA_DIR that the
 /// CMake target roofsim::roofsim sets), or wherever $ROOFSIM_DATA_DIR or set_builtin_data_dir() says.
 
-#include <roofsim/profile/calibration.hpp>
+#include <roofsim/profile/calibration_json.hpp>
 #include <roofsim/profile/framework.hpp>
 #include <roofsim/detail/json_file.hpp>
 
