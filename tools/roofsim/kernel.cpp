@@ -6,12 +6,13 @@
 
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 namespace roofsim::cli {
 namespace {
 
 struct KernelOptions {
-    std::string gpu, flops, bytes, l2_bytes, precision = "fp32";
+    std::string gpu, flops, bytes, l2_bytes, unit = "fp32";
     bool json = false;
 };
 
@@ -25,16 +26,18 @@ void print_kernel(const Ceilings& c, const KernelWork& k, const RooflineTime& r,
         out << "  intensity:  " << format_number("%.3g", (k.flops / k.dram_bytes).value()) << " FLOP/B (ridge "
             << format_number("%.3g", ridge_point(k.unit, MemoryLevel::dram, c).value()) << ")\n";
     }
-    out << "  time:       " << format_number("%.3f us", to_microseconds(r.time)) << ", " << to_string(r.bound) << "-bound\n";
-    out << "  compute:    " << format_number("%.3f us", to_microseconds(r.compute_time)) << "\n";
-    out << "  dram:       " << format_number("%.3f us", to_microseconds(r.dram_time)) << "\n";
-    if (k.l2_bytes) out << "  l2:         " << format_number("%.3f us", to_microseconds(r.l2_time)) << "\n";
-    if (c.launch_latency) out << "  floor:      " << format_number("%.3f us", to_microseconds(r.latency_time)) << "\n";
+    out << "  time:       " << format_duration(r.time) << ", " << to_string(r.bound) << "-bound\n";
+    out << "  compute:    " << format_duration(r.compute_time) << "\n";
+    out << "  dram:       " << format_duration(r.dram_time) << "\n";
+    if (k.l2_bytes) out << "  l2:         " << format_duration(r.l2_time) << "\n";
+    if (c.launch_latency) out << "  floor:      " << format_duration(r.latency_time) << "\n";
     out << "  attains:    " << format_number("%.2f TFLOP/s", to_tflops_per_second(r.attained(k))) << "\n";
 }
 
 nlohmann::json kernel_json(const Ceilings& c, const KernelWork& work, const RooflineTime& r) {
-    nlohmann::json j = {{"gpu", c.gpu_key},
+    nlohmann::json j = {{"kind", "roofsim-kernel-time"},
+                        {"schema_version", 1},
+                        {"gpu", c.gpu_key},
                         {"origin", c.origin},
                         {"unit", to_string(work.unit)},
                         {"flops", work.flops.value()},
@@ -53,14 +56,19 @@ nlohmann::json kernel_json(const Ceilings& c, const KernelWork& work, const Roof
 void run_kernel(const KernelOptions& o, const Context& ctx) {
     const auto& spec = gpu_arg(o.gpu);
     KernelWork work;
-    work.unit = precision_arg(o.precision);
-    work.flops = Flops(amount_arg(o.flops, "--flops"));
-    work.dram_bytes = Bytes(amount_arg(o.bytes, "--bytes"));
-    if (!o.l2_bytes.empty()) work.l2_bytes = Bytes(amount_arg(o.l2_bytes, "--l2-bytes"));
+    work.unit = unit_arg(o.unit, "--unit");
+    work.flops = Flops(flops_arg(o.flops, "--flops"));
+    work.dram_bytes = Bytes(bytes_arg(o.bytes, "--bytes"));
+    if (!o.l2_bytes.empty()) work.l2_bytes = Bytes(bytes_arg(o.l2_bytes, "--l2-bytes"));
     const auto c = ceilings_for(spec, ctx.calibration);
     const auto r = roofline_time(work, c);
-    if (o.json) std::cout << kernel_json(c, work, r).dump(2) << '\n';
-    else print_kernel(c, work, r, std::cout);
+    if (o.json) {
+        std::cout << kernel_json(c, work, r).dump(2) << '\n';
+    } else {
+        std::ostringstream text;
+        print_kernel(c, work, r, text);
+        std::cout << wrap_lines(text.str());
+    }
 }
 
 }  // namespace
@@ -69,11 +77,16 @@ Command add_kernel_command(CLI::App& app) {
     auto o = std::make_shared<KernelOptions>();
     auto* cmd = app.add_subcommand("kernel", "Time of a kernel from its FLOPs and bytes, and the ceiling it hits");
     cmd->add_option("--gpu", o->gpu, "GPU key or nvidia-smi name")->required();
-    cmd->add_option("--flops", o->flops, "Floating-point operations (FMA = 2); suffixes k M G T P")->required();
-    cmd->add_option("--bytes", o->bytes, "DRAM bytes read plus written; suffixes k M G T, Ki Mi Gi")->required();
-    cmd->add_option("--l2-bytes", o->l2_bytes, "Bytes through L2, where known");
-    cmd->add_option("--precision", o->precision, "Compute unit (default fp32 on CUDA cores)")->capture_default_str();
-    cmd->add_flag("--json", o->json, "Print JSON");
+    cmd->add_option("--flops", o->flops, "Floating-point operations (FMA = 2): a number, optionally with k M G T P and FLOP "
+                                         "(e.g. 4.5G, 300TFLOP)")->required();
+    cmd->add_option("--bytes", o->bytes, "DRAM bytes read plus written: a number, optionally with k M G T P or Ki Mi Gi Ti "
+                                         "and B (e.g. 2GiB, 300MB)")->required();
+    cmd->add_option("--l2-bytes", o->l2_bytes, "Bytes through L2, where known (as --bytes)");
+    cmd->add_option("--unit", o->unit,
+                    "Compute unit the kernel runs on (a ceiling, not a PyTorch precision mode): fp32 (CUDA cores), tf32, "
+                    "fp16, bf16, fp8, int8 (tensor cores), or a key such as fp16-cuda, fp16-fp16acc-tensor")
+        ->capture_default_str();
+    cmd->add_flag("--json", o->json, "Print JSON (kind roofsim-kernel-time)");
     return {cmd, [o](const Context& ctx) { run_kernel(*o, ctx); }};
 }
 

@@ -30,9 +30,8 @@ struct PredictOptions {
 
 using ModelInput = std::variant<Graph, KernelIr>;
 
-void print_prediction(const Prediction& p, std::size_t top, std::ostream& out) {
-    out << "Training step of " << p.kernels.model << " on " << p.gpu_key << ", batch " << p.batch << ", " << p.precision
-        << "\n  ceilings: " << p.ceilings_origin << "\n  host costs: " << p.host_costs_source << "\n\n";
+/// The layers a table, JSON or CSV shows: all in forward order, or the `top` with the most GPU time.
+std::vector<const LayerTime*> layers_shown(const Prediction& p, std::size_t top) {
     std::vector<const LayerTime*> rows;
     for (const auto& r : p.layers) rows.push_back(&r);
     if (top > 0 && top < rows.size()) {
@@ -41,20 +40,60 @@ void print_prediction(const Prediction& p, std::size_t top, std::ostream& out) {
         });
         rows.resize(top);
     }
-    TextTable t({"layer", "op", "fwd ms", "bwd ms", "host ms", "GFLOP", "MB", "bound", "share %"});
+    return rows;
+}
+
+/// The operators shown: all, most GPU time first, or the first `top` of them.
+std::vector<OperatorTime> operators_shown(const Prediction& p, std::size_t top) {
+    auto ops = time_by_operator(p);
+    if (top > 0 && top < ops.size()) ops.resize(top);
+    return ops;
+}
+
+void print_layer_table(const std::vector<const LayerTime*>& rows, std::ostream& out) {
+    Seconds longest{0};
+    for (const auto* r : rows) longest = std::max({longest, r->forward_gpu, r->backward_gpu, r->forward_host + r->backward_host});
+    const auto unit = TimeUnit::for_largest(longest);
+    const std::string u = unit.name;
+    TextTable t({"layer", "op", "fwd " + u, "bwd " + u, "host " + u, "GFLOP", "MB", "bound", "share %"});
+    t.overflow(0, Overflow::shorten_middle);
     for (const auto* r : rows) {
-        t.add_row({r->layer.str(), r->op.str(), ms(r->forward_gpu), ms(r->backward_gpu), ms(r->forward_host + r->backward_host),
+        t.add_row({r->layer.str(), r->op.str(), unit(r->forward_gpu), unit(r->backward_gpu), unit(r->forward_host + r->backward_host),
                    format_number("%.2f", r->flops.value() / 1e9), format_number("%.1f", r->bytes.value() / 1e6),
                    std::string(to_string(r->bound)) + (r->flagged ? " (flagged)" : ""), format_number("%.1f", 100 * r->share)});
     }
     t.print(out);
+}
+
+void print_step_line(const Prediction& p, std::ostream& out) {
+    const auto unit = TimeUnit::for_largest(p.step_time);
+    const std::string u = std::string(" ") + unit.name;
+    out << "step " << unit(p.step_time) << u << " = ";
+    if (p.zero_grad_time.value() > 0) out << "zero_grad " << unit(p.zero_grad_time) << " + ";
+    out << "forward " << unit(p.forward_time) << " + backward " << unit(p.backward_time) << " + optimizer "
+        << unit(p.optimizer_time) << " (GPU busy " << format_duration(p.gpu_time);
+    if (p.gpu_gap_time.value() > 0) out << " + " << format_duration(p.gpu_gap_time) << " between kernels";
+    out << ", host issue " << format_duration(p.host_time) << ", " << p.kernels.kernels.size() << " kernels)\n";
+}
+
+void print_flagged(const Prediction& p, std::ostream& out) {
+    if (p.flagged_kernels == 0) return;
+    out << "flagged: " << p.flagged_kernels << " kernels have no cost model (costed on the roofline from their bytes, "
+        << format_duration(p.flagged_gpu_time) << ", " << format_number("%.1f", 100 * (p.flagged_gpu_time / p.gpu_time))
+        << "% of GPU time; their real time is unknown):";
+    std::map<std::string, int> ops;
+    for (const auto* k : flagged_kernels(p.kernels)) ops[k->op.str()] += 1;
+    for (const auto& [op, n] : ops) out << ' ' << op << " x" << n;
+    out << '\n';
+}
+
+void print_prediction(const Prediction& p, std::size_t top, std::ostream& out) {
+    out << "Training step of " << p.kernels.model << " on " << p.gpu_key << ", batch " << p.batch << ", " << p.precision
+        << "\n  ceilings: " << p.ceilings_origin << "\n  host costs: " << p.host_costs_source << "\n\n";
+    print_layer_table(layers_shown(p, top), out);
     if (top > 0 && top < p.layers.size()) out << "(top " << top << " of " << p.layers.size() << " rows by GPU time)\n";
-    out << "\nstep " << ms(p.step_time) << " ms = ";
-    if (p.zero_grad_time.value() > 0) out << "zero_grad " << ms(p.zero_grad_time) << " + ";
-    out << "forward " << ms(p.forward_time) << " + backward " << ms(p.backward_time) << " + optimizer " << ms(p.optimizer_time)
-        << " (GPU busy " << ms(p.gpu_time) << " ms";
-    if (p.gpu_gap_time.value() > 0) out << " + " << ms(p.gpu_gap_time) << " ms between kernels";
-    out << ", host issue " << ms(p.host_time) << " ms, " << p.kernels.kernels.size() << " kernels)\n";
+    out << '\n';
+    print_step_line(p, out);
     out << format_number("%.1f", static_cast<double>(p.batch) / p.step_time.value()) << " samples/s; "
         << format_number("%.2f", p.parameters / 1e6) << " M parameters\n";
     const auto gib = [](Bytes b) { return format_number("%.2f", to_gib(b)); };
@@ -62,38 +101,80 @@ void print_prediction(const Prediction& p, std::size_t top, std::ostream& out) {
         << gib(p.memory.gradients) << ", optimizer state " << gib(p.memory.optimizer_state) << ", activations "
         << gib(p.memory.activations) << ", inputs " << gib(p.memory.inputs) << ", autocast copies "
         << gib(p.memory.autocast_copies) << "\n";
-    if (p.flagged_kernels > 0) {
-        out << "flagged: " << p.flagged_kernels << " kernels have no cost model (costed on the roofline from their bytes, "
-            << ms(p.flagged_gpu_time) << " ms, " << format_number("%.1f", 100 * (p.flagged_gpu_time / p.gpu_time))
-            << "% of GPU time; their real time is unknown):";
-        std::map<std::string, int> ops;
-        for (const auto* k : flagged_kernels(p.kernels)) ops[k->op.str()] += 1;
-        for (const auto& [op, n] : ops) out << ' ' << op << " x" << n;
-        out << '\n';
-    }
+    print_flagged(p, out);
 }
 
 void print_operators(const Prediction& p, std::size_t top, std::ostream& out) {
-    const auto ops = time_by_operator(p);
-    TextTable t({"operator", "kind", "kernels", "GPU ms", "GFLOP", "MB", "share %"});
-    std::size_t shown = 0;
+    const auto ops = operators_shown(p, top);
+    Seconds longest{0};
+    for (const auto& o : ops) longest = std::max(longest, o.gpu_time);
+    const auto unit = TimeUnit::for_largest(longest);
+    TextTable t({"operator", "kind", "kernels", std::string("GPU ") + unit.name, "GFLOP", "MB", "share %"});
+    t.overflow(0, Overflow::shorten_middle);
     for (const auto& o : ops) {
-        if (top > 0 && shown == top) break;
-        t.add_row({o.op, std::string(to_string(o.kind)), std::to_string(o.kernels), ms(o.gpu_time),
+        t.add_row({o.op, std::string(to_string(o.kind)), std::to_string(o.kernels), unit(o.gpu_time),
                    format_number("%.2f", o.flops.value() / 1e9), format_number("%.1f", o.bytes.value() / 1e6),
                    format_number("%.1f", 100 * o.share)});
-        ++shown;
     }
     t.print(out);
-    if (shown < ops.size()) out << "(top " << shown << " of " << ops.size() << " operators by GPU time; --by-op lists all)\n";
+    const auto total = time_by_operator(p).size();
+    if (ops.size() < total) out << "(top " << ops.size() << " of " << total << " operators by GPU time; --by-op lists all)\n";
 }
 
-void print_prediction_csv(const Prediction& p, std::ostream& out) {
-    out << "layer,op,forward_gpu_seconds,backward_gpu_seconds,host_seconds,flops,bytes,bound,share\n";
-    for (const auto& r : p.layers) {
-        out << r.layer << ',' << r.op << ',' << r.forward_gpu.value() << ',' << r.backward_gpu.value() << ','
-            << (r.forward_host + r.backward_host).value() << ',' << r.flops.value() << ',' << r.bytes.value() << ','
-            << to_string(r.bound) << ',' << r.share << '\n';
+nlohmann::json operator_json(const OperatorTime& o) {
+    return {{"operator", o.op},         {"kind", to_string(o.kind)}, {"kernels", o.kernels}, {"gpu_seconds", o.gpu_time.value()},
+            {"flops", o.flops.value()}, {"bytes", o.bytes.value()},  {"share_of_gpu_time", o.share}};
+}
+
+/// The prediction as JSON: the library's document, its layers (the top K with --top) and its operators
+/// (the top K with --by-op --top), with how many of each were left out.
+nlohmann::json prediction_json(const Prediction& p, std::size_t top, bool by_op) {
+    nlohmann::json j = with_kind(to_json(p), "roofsim-prediction");
+    std::map<const LayerTime*, std::size_t> index;
+    for (std::size_t i = 0; i < p.layers.size(); ++i) index[&p.layers[i]] = i;
+    nlohmann::json layers = nlohmann::json::array();
+    for (const auto* r : layers_shown(p, by_op ? 0 : top)) layers.push_back(j["layers"][index[r]]);
+    j["layers"] = layers;
+    j["layers_shown"] = layers.size();
+    j["layers_total"] = p.layers.size();
+    nlohmann::json ops = nlohmann::json::array();
+    for (const auto& o : operators_shown(p, by_op ? top : 0)) ops.push_back(operator_json(o));
+    j["operators"] = ops;
+    j["operators_shown"] = ops.size();
+    j["operators_total"] = time_by_operator(p).size();
+    j["samples_per_second"] = static_cast<double>(p.batch) / p.step_time.value();
+    nlohmann::json flagged = nlohmann::json::object();
+    for (const auto* k : flagged_kernels(p.kernels)) flagged[k->op.str()] = flagged.value(k->op.str(), 0) + 1;
+    j["flagged_ops"] = flagged;
+    return j;
+}
+
+/// A CSV field, quoted where it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+}
+
+/// CSV, one row per layer (the top K with --top) or per operator (--by-op); every row starts with
+/// the kind and the schema version.
+void print_prediction_csv(const Prediction& p, std::size_t top, bool by_op, std::ostream& out) {
+    if (by_op) {
+        out << "kind,schema_version,operator,op_kind,kernels,gpu_seconds,flops,bytes,share\n";
+        for (const auto& o : operators_shown(p, top)) {
+            out << "roofsim-prediction-by-op,1," << csv_field(o.op) << ',' << to_string(o.kind) << ',' << o.kernels << ','
+                << o.gpu_time.value() << ',' << o.flops.value() << ',' << o.bytes.value() << ',' << o.share << '\n';
+        }
+        return;
+    }
+    out << "kind,schema_version,layer,op,forward_gpu_seconds,backward_gpu_seconds,host_seconds,flops,bytes,bound,flagged_kernels,"
+           "share\n";
+    for (const auto* r : layers_shown(p, top)) {
+        out << "roofsim-prediction,1," << csv_field(r->layer.str()) << ',' << csv_field(r->op.str()) << ','
+            << r->forward_gpu.value() << ',' << r->backward_gpu.value() << ',' << (r->forward_host + r->backward_host).value()
+            << ',' << r->flops.value() << ',' << r->bytes.value() << ',' << to_string(r->bound) << ',' << r->flagged << ','
+            << r->share << '\n';
     }
 }
 
@@ -163,16 +244,19 @@ void check_strict(const Prediction& p) {
 }
 
 void print_result(const PredictOptions& o, const Prediction& p, bool from_ir) {
-    if (o.json) std::cout << to_json(p).dump(2) << '\n';
-    else if (o.csv) print_prediction_csv(p, std::cout);
-    else if (o.by_op) print_operators(p, o.top, std::cout);
-    else {
-        print_prediction(p, o.top, std::cout);
+    if (o.json) return void(std::cout << prediction_json(p, o.top, o.by_op).dump(2) << '\n');
+    if (o.csv) return print_prediction_csv(p, o.top, o.by_op, std::cout);
+    std::ostringstream text;
+    if (o.by_op) {
+        print_operators(p, o.top, text);
+    } else {
+        print_prediction(p, o.top, text);
         if (from_ir) {
-            std::cout << "\nGPU time by operator:\n";
-            print_operators(p, 10, std::cout);
+            text << "\nGPU time by operator:\n";
+            print_operators(p, 10, text);
         }
     }
+    std::cout << wrap_lines(text.str());
 }
 
 void run_predict(PredictOptions& o, const Context& ctx) {
@@ -194,19 +278,16 @@ void run_predict(PredictOptions& o, const Context& ctx) {
     options.framework = framework_file ? &*framework_file : find_builtin_framework_profile(spec.key);
     if (!options.framework && !builtin_framework_profiles().empty()) options.framework = &builtin_framework_profiles().front();
     const auto cost = make_cost_context(spec, measured, options.framework);
-    Prediction p;
-    if (const auto* graph = std::get_if<Graph>(&input)) {
-        if (!o.emit_ir.empty()) {
-            const auto ir = to_kernel_ir(lower(*graph, options.lowering), options.lowering);
-            detail::write_json_atomically(to_json(ir), o.emit_ir);
-        }
-        p = predict(*graph, cost, options);
-    } else {
-        p = predict(std::get<KernelIr>(input), cost, options.framework, options.host_time_scale);
-    }
+    const auto* graph = std::get_if<Graph>(&input);
+    const Prediction p = graph ? predict(*graph, cost, options)
+                               : predict(std::get<KernelIr>(input), cost, options.framework, options.host_time_scale);
     if (o.strict) check_strict(p);
-    if (!o.svg.empty()) write_file(o.svg, prediction_svg(p, cost.ceilings));
-    print_result(o, p, std::holds_alternative<KernelIr>(input));
+    // the files are written once the prediction has succeeded, each atomically
+    if (graph && !o.emit_ir.empty()) {
+        write_file_atomically(o.emit_ir, to_json(to_kernel_ir(lower(*graph, options.lowering), options.lowering)).dump(1) + "\n");
+    }
+    if (!o.svg.empty()) write_file_atomically(o.svg, prediction_svg(p, cost.ceilings, o.top > 0 ? o.top : 20));
+    print_result(o, p, !graph);
 }
 
 void add_source_options(CLI::App* cmd, PredictOptions& o) {
@@ -222,7 +303,7 @@ void add_source_options(CLI::App* cmd, PredictOptions& o) {
 void add_training_options(CLI::App* cmd, PredictOptions& o) {
     cmd->add_option("--gpu", o.gpu, "GPU key or nvidia-smi name (default: the calibration's GPU)");
     o.precision_option =
-        cmd->add_option("--precision", o.precision, "fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16")->capture_default_str();
+        cmd->add_option("--precision", o.precision, "PyTorch precision mode: fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16")->capture_default_str();
     o.batch_option = cmd->add_option("--batch", o.batch, "Batch size")->capture_default_str();
     o.optimizer_option = cmd->add_option("--optimizer", o.optimizer, "sgd (momentum), adam, adamw, none")->capture_default_str();
     o.fused_option = cmd->add_flag("--fused", o.fused, "The optimizer's fused=True implementation (default: foreach)");
@@ -254,9 +335,12 @@ void add_cost_options(CLI::App* cmd, PredictOptions& o) {
 void add_output_options(CLI::App* cmd, PredictOptions& o) {
     cmd->add_flag("--by-op", o.by_op, "Table by operator (aten op or kernel) instead of by layer");
     cmd->add_option("--emit-ir", o.emit_ir, "Also write the kernel IR the graph or model lowers to (docs/ir-format.md)");
-    cmd->add_option("--top", o.top, "Show the K layers with the most GPU time");
-    cmd->add_flag("--json", o.json, "Print JSON");
-    cmd->add_flag("--csv", o.csv, "Print CSV, one row per layer");
+    cmd->add_option("--top", o.top,
+                    "Show the K layers (with --by-op: operators) with the most GPU time, in every format and in the SVG's bars")
+        ->check(positive_integer());
+    auto* json = cmd->add_flag("--json", o.json, "Print JSON (kind roofsim-prediction)");
+    auto* csv = cmd->add_flag("--csv", o.csv, "Print CSV, one row per layer (with --by-op: per operator)");
+    json->excludes(csv);
     cmd->add_option("--svg", o.svg, "Write an SVG report: roofline with every layer as a point, per-layer time bars");
 }
 

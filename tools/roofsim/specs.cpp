@@ -6,6 +6,7 @@
 
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 namespace roofsim::cli {
 namespace {
@@ -19,7 +20,9 @@ void print_spec_table(std::ostream& out) {
     TextTable t({"key", "name", "arch", "SMs", "boost MHz", "FP64", "FP32", "TF32 TC", "FP16 TC", "BF16 TC",
                  "FP8 TC", "mem GiB", "mem GB/s", "L2 MiB", "TDP W", "NVLink GB/s"});
     for (const auto& g : builtin_gpus()) {
-        t.add_row({g.key, g.name, g.architecture.value, std::to_string(g.sm_count.value),
+        const std::string vendor = "NVIDIA ";
+        const std::string name = g.name.rfind(vendor, 0) == 0 ? g.name.substr(vendor.size()) : g.name;
+        t.add_row({g.key, name, g.architecture.value, std::to_string(g.sm_count.value),
                    format_number("%.0f", g.boost_clock.value.value() / 1e6), tflops(g.peak(ComputeUnit::fp64)),
                    tflops(g.peak(ComputeUnit::fp32)), tflops(g.peak(ComputeUnit::tf32_tensor)),
                    tflops(g.peak(ComputeUnit::fp16_tensor)), tflops(g.peak(ComputeUnit::bf16_tensor)),
@@ -30,7 +33,7 @@ void print_spec_table(std::ostream& out) {
                    g.nvlink_bandwidth ? format_number("%.0f", to_gb_per_second(g.nvlink_bandwidth->value)) : "-"});
     }
     t.print(out);
-    out << "\nTFLOP/s, dense. TC = tensor cores; FP16/BF16 TC with FP32 accumulate. Sources: roofsim specs --gpu KEY\n";
+    out << "\nNames without the NVIDIA prefix. TFLOP/s, dense.\nTC = tensor cores; FP16/BF16 TC with FP32 accumulate. Sources: roofsim specs --gpu KEY\n";
 }
 
 void print_spec_detail(const GpuSpec& g, std::ostream& out) {
@@ -39,8 +42,9 @@ void print_spec_detail(const GpuSpec& g, std::ostream& out) {
     for (std::size_t i = 0; i < g.nvidia_smi_names.size(); ++i) out << (i ? ", " : "") << g.nvidia_smi_names[i];
     out << "\n\n";
     TextTable t({"figure", "value", "source"});
+    Notes sources;
     auto row = [&](const std::string& name, const std::string& value, const std::string& source) {
-        t.add_row({name, value, g.cite(source)});
+        t.add_row({name, value, sources.ref(g.cite(source))});
     };
     row("architecture", g.architecture.value, g.architecture.source);
     row("chip", g.chip.value, g.chip.source);
@@ -69,20 +73,24 @@ void print_spec_detail(const GpuSpec& g, std::ostream& out) {
             g.nvlink_bandwidth->source);
     }
     t.print(out);
+    out << "\nSources:\n";
+    sources.print(out);
 }
 
 void run_specs(const SpecsOptions& o) {
+    std::ostringstream table;
     if (!o.gpu.empty()) {
         const auto& g = gpu_arg(o.gpu);
-        if (o.json) std::cout << to_json(g).dump(2) << '\n';
-        else print_spec_detail(g, std::cout);
+        if (o.json) std::cout << with_kind(to_json(g), "roofsim-gpu-spec").dump(2) << '\n';
+        else print_spec_detail(g, table);
     } else if (o.json) {
         nlohmann::json all = nlohmann::json::array();
         for (const auto& g : builtin_gpus()) all.push_back(to_json(g));
-        std::cout << all.dump(2) << '\n';
+        std::cout << nlohmann::json{{"kind", "roofsim-specs"}, {"schema_version", 1}, {"gpus", all}}.dump(2) << '\n';
     } else {
-        print_spec_table(std::cout);
+        print_spec_table(table);
     }
+    std::cout << wrap_lines(table.str());
 }
 
 }  // namespace
@@ -91,7 +99,7 @@ Command add_specs_command(CLI::App& app) {
     auto o = std::make_shared<SpecsOptions>();
     auto* cmd = app.add_subcommand("specs", "List the built-in GPU datasheet specifications");
     cmd->add_option("--gpu", o->gpu, "One GPU by key or nvidia-smi name: all figures with their sources");
-    cmd->add_flag("--json", o->json, "Print JSON (SI units, unit in each key)");
+    cmd->add_flag("--json", o->json, "Print JSON (kind roofsim-specs, or roofsim-gpu-spec with --gpu: the spec file format, display units)");
     return {cmd, [o](const Context&) { run_specs(*o); }};
 }
 

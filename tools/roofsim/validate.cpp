@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <sstream>
 
 namespace roofsim::cli {
 namespace {
@@ -25,6 +26,7 @@ using ErrorGroups = std::map<std::pair<std::string, std::string>, std::vector<do
 /// One row per group: its case count, the median |error| (the upper one of an even count) and the worst.
 void print_error_groups(const ErrorGroups& groups, const std::string& what, std::ostream& out) {
     TextTable t({"op or model", "mode", "cases", "median |" + what + "| %", "worst " + what + " %"});
+    t.overflow(0, Overflow::shorten_middle);
     for (const auto& [key, errors] : groups) {
         std::vector<double> a;
         for (double x : errors) a.push_back(std::abs(x));
@@ -40,10 +42,18 @@ void print_error_groups(const ErrorGroups& groups, const std::string& what, std:
 /// `roofsim validate --runs --phases`: each model case's phases, each timed on its own, measured
 /// against predicted, run by run.
 void print_phases(const RunsEvaluation& v, std::ostream& out) {
-    out << "\nModel steps by phase, each timed on its own between two synchronizes (ms, measured / predicted;\n"
-           "the runs newest first; forward + backward minus forward in brackets):\n";
+    Seconds longest{0};
+    for (const auto* cases : {&v.cases, &v.exported}) {
+        for (const auto& c : *cases) {
+            for (const auto& [m, p] : c.phases) longest = std::max({longest, m.forward_backward, p.forward_backward, m.optimizer, p.optimizer});
+        }
+    }
+    const auto unit = TimeUnit::for_largest(longest);
+    out << "\nModel steps by phase, each timed on its own between two synchronizes (" << unit.name
+        << ", measured / predicted;\nthe runs newest first; forward + backward minus forward in brackets):\n";
     TextTable t({"case", "path", "run", "forward", "forward + backward", "(backward)", "optimizer"});
-    const auto pair = [](Seconds measured, Seconds predicted) { return ms(measured) + " / " + ms(predicted); };
+    t.overflow(0, Overflow::shorten_middle);
+    const auto pair = [&](Seconds measured, Seconds predicted) { return unit(measured) + " / " + unit(predicted); };
     for (const auto& [path, cases] : {std::pair{"zoo", &v.cases}, std::pair{"exported", &v.exported}}) {
         for (const auto& c : *cases) {
             for (std::size_t i = 0; i < c.phases.size(); ++i) {
@@ -73,6 +83,7 @@ void print_passes(const RunsEvaluation& v, std::ostream& out) {
            "highest over every pass of every run whose passes are known):\n";
     TextTable t({"case", "path", "passes", "at profile's host", "lowest", "highest", "at pass's canary", "lowest", "highest",
                  "canary x"});
+    t.overflow(0, Overflow::shorten_middle);
     for (const auto& [path, cases] : {std::pair{"zoo", &v.cases}, std::pair{"exported", &v.exported}}) {
         for (const auto& c : *cases) {
             if (c.passes.empty()) continue;
@@ -127,6 +138,7 @@ void print_cases_over_runs(const std::vector<CaseOverRuns>& cases, bool models_o
     TextTable t({"case", "runs", "median error %", "errors % by run, newest first", "paced by", "host / GPU",
                  "step on a host " + format_number("%.1f", validation_host_swing) + "x slower %", "passes apart %",
                  "median memory error %"});
+    t.overflow(0, Overflow::shorten_middle).overflow(3, Overflow::wrap);
     for (const auto& c : cases) {
         if (models_only && !c.model) continue;
         t.add_row({c.id, std::to_string(c.errors.size()), format_number("%+.1f", 100 * c.median_error()), errors_by_run(c),
@@ -191,13 +203,23 @@ void print_set_header(const SetEvaluation& e, const CostContext& ctx, std::ostre
         << "\n\n";
 }
 
+/// The unit for a column of measured and predicted times: the one that suits the longest.
+TimeUnit unit_for_cases(const std::vector<CaseError>& errors) {
+    double longest = 0;
+    for (const auto& e : errors) longest = std::max({longest, e.c->measured_seconds, e.predicted_seconds});
+    return TimeUnit::for_largest(Seconds(longest));
+}
+
 void print_set_cases(const SetEvaluation& v, std::ostream& out) {
-    TextTable t({"case", "measured ms", "predicted ms", "host ms", "GPU ms", "error %", "paced by", "canary x",
+    const auto unit = unit_for_cases(v.errors);
+    const std::string u = unit.name;
+    TextTable t({"case", "measured " + u, "predicted " + u, "host " + u, "GPU " + u, "error %", "paced by", "canary x",
                  v.other_error_header(), "passes apart %"});
+    t.overflow(0, Overflow::shorten_middle);
     for (std::size_t i = 0; i < v.errors.size(); ++i) {
         const auto& e = v.errors[i];
-        t.add_row({e.c->id, format_number("%.3f", e.c->measured_seconds * 1e3), format_number("%.3f", e.predicted_seconds * 1e3),
-                   format_number("%.3f", e.predicted_host_seconds * 1e3), format_number("%.3f", e.predicted_gpu_seconds * 1e3),
+        t.add_row({e.c->id, unit(Seconds(e.c->measured_seconds)), unit(Seconds(e.predicted_seconds)),
+                   unit(Seconds(e.predicted_host_seconds)), unit(Seconds(e.predicted_gpu_seconds)),
                    format_number("%+.1f", 100 * e.error), e.host_bound() ? "host" : "GPU",
                    format_number("%.2f", host_time_scale(*e.c, v.framework, HostSpeed::measured)),
                    format_number("%+.1f", 100 * v.other[i].error), percent_or_dash("%.1f", e.c->pass_spread())});
@@ -241,12 +263,15 @@ void print_exported(const SetEvaluation& v, const std::string& dir, const CostCo
     const auto exported = evaluate_exported(*v.set, dir, ctx, v.framework, v.speed);
     const auto exported_other = evaluate_exported(*v.set, dir, ctx, v.framework, v.other_speed);
     out << "\nModel steps predicted from the exported IRs in " << dir << ":\n";
-    TextTable table({"case", "measured ms", "predicted ms", "error %", "paced by", "canary x", v.other_error_header(),
+    const auto unit = unit_for_cases(exported);
+    const std::string u = unit.name;
+    TextTable table({"case", "measured " + u, "predicted " + u, "error %", "paced by", "canary x", v.other_error_header(),
                      "measured peak GiB", "predicted peak GiB", "memory error %"});
+    table.overflow(0, Overflow::shorten_middle);
     const auto gib = [](std::optional<double> b) { return b ? format_number("%.2f", *b / 1073741824.0) : "-"; };
     for (std::size_t i = 0; i < exported.size(); ++i) {
         const auto& e = exported[i];
-        table.add_row({e.c->id, format_number("%.3f", e.c->measured_seconds * 1e3), format_number("%.3f", e.predicted_seconds * 1e3),
+        table.add_row({e.c->id, unit(Seconds(e.c->measured_seconds)), unit(Seconds(e.predicted_seconds)),
                        format_number("%+.1f", 100 * e.error), e.host_bound() ? "host" : "GPU",
                        format_number("%.2f", host_time_scale(*e.c, v.framework, HostSpeed::measured)),
                        format_number("%+.1f", 100 * exported_other[i].error), gib(e.c->measured_peak_bytes),
@@ -260,7 +285,7 @@ HostSpeed host_speed(const ValidateOptions& o) {
     return o.host_speed == "profiled" ? HostSpeed::profiled : HostSpeed::measured;
 }
 
-void run_validate_file(const ValidateOptions& o, const Context& context) {
+void run_validate_file(const ValidateOptions& o, const Context& context, std::ostream& out) {
     if (o.measurements.empty()) throw UsageError("validate needs --measurements FILE or --runs FILE");
     const ValidationSet set = load_validation(o.measurements);
     const auto& spec = gpu_arg(set.gpu_key);
@@ -277,19 +302,24 @@ void run_validate_file(const ValidateOptions& o, const Context& context) {
     v.other_speed = v.speed == HostSpeed::measured ? HostSpeed::profiled : HostSpeed::measured;
     v.errors = evaluate(set, ctx, v.framework, v.speed);
     v.other = evaluate(set, ctx, v.framework, v.other_speed);
-    print_set_header(v, ctx, std::cout);
-    if (o.cases) print_set_cases(v, std::cout);
+    print_set_header(v, ctx, out);
+    if (o.cases) print_set_cases(v, out);
     ErrorGroups groups;
     for (const auto& e : v.errors) groups[{e.c->family, e.c->precision}].push_back(e.error);
-    print_error_groups(groups, "error", std::cout);
-    print_set_summary(v, std::cout);
-    if (!o.exported.empty()) print_exported(v, o.exported, ctx, std::cout);
+    print_error_groups(groups, "error", out);
+    print_set_summary(v, out);
+    if (!o.exported.empty()) print_exported(v, o.exported, ctx, out);
 }
 
 void run_validate(const ValidateOptions& o, const Context& context) {
-    if (o.runs.empty()) return run_validate_file(o, context);
-    const auto speed = host_speed(o);
-    print_validation_runs(evaluate_runs(load_validation_runs(o.runs), speed), o, speed, std::cout);
+    std::ostringstream text;
+    if (o.runs.empty()) {
+        run_validate_file(o, context, text);
+    } else {
+        const auto speed = host_speed(o);
+        print_validation_runs(evaluate_runs(load_validation_runs(o.runs), speed), o, speed, text);
+    }
+    std::cout << wrap_lines(text.str());
 }
 
 }  // namespace
