@@ -15,11 +15,14 @@
 
 namespace roofsim {
 
-/// A kernel drawn on the chart: intensity (FLOP per DRAM byte) and the rate it attains.
+/// A kernel drawn on the chart: intensity (FLOP per DRAM byte) and the rate it attains. A point
+/// `at_floor` (a layer with no FLOPs) is drawn hollow at the chart's lowest intensity, as high as the
+/// rate it would attain there (`attained` then holds that rate, 0 for none: the chart's floor).
 struct RooflinePoint {
     std::string label;
     FlopsPerByte intensity{0};
     FlopsPerSecond attained{0};
+    bool at_floor = false;
 };
 
 struct RooflineSvgOptions {
@@ -48,6 +51,21 @@ inline std::string fmt(const char* format, double v) {
     char buf[64];
     std::snprintf(buf, sizeof buf, format, v);
     return buf;
+}
+
+/// The width of `text` in a sans-serif font of `font_px` (an estimate on the wide side: 0.6 em a character).
+inline double text_width(std::string_view text, double font_px) { return 0.6 * font_px * static_cast<double>(text.size()); }
+
+/// `text` shortened with "..." to fit `width_px` at `font_px`.
+inline std::string fit_text(const std::string& text, double width_px, double font_px) {
+    const auto chars = static_cast<std::size_t>(std::max(4.0, width_px / (0.6 * font_px)));
+    return text.size() <= chars ? text : text.substr(0, chars - 3) + "...";
+}
+
+/// A text element with a white halo, so that no line strikes through it.
+inline std::string halo_text(double x, double y, const std::string& attributes, const std::string& text) {
+    return "<text x=\"" + fmt("%.1f", x) + "\" y=\"" + fmt("%.1f", y) + "\" " + attributes +
+           " paint-order=\"stroke\" stroke=\"white\" stroke-width=\"4\" stroke-linejoin=\"round\">" + text + "</text>\n";
 }
 
 /// "989 TFLOP/s" / "4.80 TB/s" with three significant digits.
@@ -81,7 +99,7 @@ inline std::string human_rate(double v, const char* unit) {
     double y_max = std::pow(10.0, std::ceil(std::log10(peak_max * 1.5)));
     double y_min = std::pow(10.0, std::floor(std::log10(std::min(dram.value() * x_min, peak_min / 10.0))));
     for (const auto& p : options.points) {
-        y_min = std::min(y_min, std::pow(10.0, std::floor(std::log10(std::max(p.attained.value(), 1.0)))));
+        if (p.attained.value() > 0) y_min = std::min(y_min, std::pow(10.0, std::floor(std::log10(std::max(p.attained.value(), 1.0)))));
     }
 
     // Equal ceilings share one line and one label; the right margin fits the longest label.
@@ -92,8 +110,9 @@ inline std::string human_rate(double v, const char* unit) {
     }
     std::size_t longest_label = 0;
     for (const auto& [rate, names] : by_rate) longest_label = std::max(longest_label, names.size() + 14);
-    const double left = 118, top = 40, bottom = 60;
-    const double right = std::max(120.0, 7.0 * static_cast<double>(longest_label) + 16.0);
+    const bool any_floor = std::any_of(options.points.begin(), options.points.end(), [](const auto& p) { return p.at_floor; });
+    const double left = 118, top = 58, bottom = any_floor ? 96 : 60;
+    const double right = std::max(120.0, detail::text_width(std::string(longest_label, 'x'), 12) + 16.0);
     const double plot_w = options.plot_width_px, plot_h = options.plot_height_px;
     const double width = left + plot_w + right, height = top + plot_h + bottom;
     auto X = [&](double x) { return left + plot_w * std::log(x / x_min) / std::log(x_max / x_min); };
@@ -101,10 +120,14 @@ inline std::string human_rate(double v, const char* unit) {
 
     std::string s;
     s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", width) + "\" height=\"" +
-         fmt("%.0f", height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+         fmt("%.0f", height) + "\" viewBox=\"0 0 " + fmt("%.0f", width) + " " + fmt("%.0f", height) +
+         "\" font-family=\"sans-serif\" font-size=\"12\">\n";
     s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-    s += "<text x=\"" + fmt("%.0f", left) + "\" y=\"24\" font-size=\"15\" font-weight=\"bold\">Roofline: " +
-         detail::svg_escape(c.gpu_name) + " (" + detail::svg_escape(c.origin) + ")</text>\n";
+    // the title and the ceilings' origin on two lines, each shortened to the width
+    s += "<text x=\"20\" y=\"24\" font-size=\"15\" font-weight=\"bold\">" +
+         detail::svg_escape(detail::fit_text("Roofline: " + c.gpu_name, width - 40, 15)) + "</text>\n";
+    s += "<text x=\"20\" y=\"42\" font-size=\"12\">" +
+         detail::svg_escape(detail::fit_text("ceilings: " + c.origin, width - 40, 12)) + "</text>\n";
 
     // Grid and axes: one line per power of two on x, per decade on y.
     for (double x = x_min; x <= x_max * 1.0001; x *= 2) {
@@ -136,10 +159,13 @@ inline std::string human_rate(double v, const char* unit) {
         s += "<line x1=\"" + fmt("%.1f", X(x0)) + "\" y1=\"" + fmt("%.1f", Y(x0 * b)) + "\" x2=\"" +
              fmt("%.1f", X(x1)) + "\" y2=\"" + fmt("%.1f", Y(x1 * b)) + "\" stroke=\"" + memory_colours[m_index % 2] +
              "\" stroke-width=\"2.5\"" + (level == MemoryLevel::l2 ? " stroke-dasharray=\"8 4\"" : "") + "/>\n";
+        // the label above its line, along it
         const double xl = std::max(x0 * 1.6, x_min * 1.6);
-        s += "<text x=\"" + fmt("%.1f", X(xl) + 4) + "\" y=\"" + fmt("%.1f", Y(xl * b) + 16) + "\" fill=\"" +
-             memory_colours[m_index % 2] + "\">" + (level == MemoryLevel::dram ? "DRAM " : "L2 ") +
-             detail::human_rate(b, "B/s") + "</text>\n";
+        const double angle = std::atan2(Y(x1 * b) - Y(x0 * b), X(x1) - X(x0)) * 180.0 / 3.14159265358979;
+        s += detail::halo_text(X(xl) + 4, Y(xl * b) - 6,
+                               "fill=\"" + std::string(memory_colours[m_index % 2]) + "\" transform=\"rotate(" + fmt("%.1f", angle) +
+                                   " " + fmt("%.1f", X(xl) + 4) + " " + fmt("%.1f", Y(xl * b) - 6) + ")\"",
+                               std::string(level == MemoryLevel::dram ? "DRAM " : "L2 ") + detail::human_rate(b, "B/s"));
         ++m_index;
     }
 
@@ -155,20 +181,31 @@ inline std::string human_rate(double v, const char* unit) {
              "\" stroke-width=\"2\"/>\n";
         double label_y = Y(rate) + 4;
         if (label_y < last_label_y + 14) label_y = last_label_y + 14;  // keep labels apart
+        label_y = std::min(label_y, height - 4);
         last_label_y = label_y;
-        s += "<text x=\"" + fmt("%.1f", left + plot_w + 6) + "\" y=\"" + fmt("%.1f", label_y) + "\" fill=\"" +
-             colour + "\">" + detail::svg_escape(names) + " " + detail::human_rate(rate, "FLOP/s") + "</text>\n";
+        s += detail::halo_text(left + plot_w + 6, label_y, "fill=\"" + std::string(colour) + "\"",
+                               detail::svg_escape(names) + " " + detail::human_rate(rate, "FLOP/s"));
         // ridge marker against DRAM
         s += "<circle cx=\"" + fmt("%.1f", X(x0)) + "\" cy=\"" + fmt("%.1f", Y(rate)) + "\" r=\"3\" fill=\"" + colour +
              "\"><title>ridge " + fmt("%.1f", rate / dram.value()) + " FLOP/B</title></circle>\n";
     }
 
+    // every point, inside the plot: a layer without FLOPs hollow at the lowest intensity
     for (const auto& p : options.points) {
-        if (p.intensity.value() <= 0 || p.attained.value() <= 0) continue;
-        const double px = std::clamp(p.intensity.value(), x_min, x_max);
-        s += "<circle cx=\"" + fmt("%.1f", X(px)) + "\" cy=\"" + fmt("%.1f", Y(p.attained.value())) +
-             "\" r=\"4\" fill=\"black\" fill-opacity=\"0.6\"><title>" + detail::svg_escape(p.label) +
-             "</title></circle>\n";
+        const double px = p.at_floor ? x_min : std::clamp(p.intensity.value() > 0 ? p.intensity.value() : x_min, x_min, x_max);
+        const double py = std::clamp(p.attained.value() > 0 ? p.attained.value() : y_min, y_min, y_max);
+        s += "<circle class=\"point\" cx=\"" + fmt("%.1f", X(px)) + "\" cy=\"" + fmt("%.1f", Y(py)) + "\" r=\"4\" " +
+             (p.at_floor ? "fill=\"none\" stroke=\"#555\" stroke-width=\"1.5\"" : "fill=\"black\" fill-opacity=\"0.6\"") +
+             "><title>" + detail::svg_escape(p.label) + "</title></circle>\n";
+    }
+    if (any_floor) {
+        const double ly = top + plot_h + 66;
+        s += "<circle cx=\"" + fmt("%.1f", left + 6) + "\" cy=\"" + fmt("%.1f", ly - 4) +
+             "\" r=\"4\" fill=\"none\" stroke=\"#555\" stroke-width=\"1.5\"/>\n";
+        s += "<text x=\"" + fmt("%.1f", left + 16) + "\" y=\"" + fmt("%.1f", ly) + "\">" +
+             detail::svg_escape(detail::fit_text("hollow: no FLOPs, drawn at 1/8 FLOP/B, as high as its DRAM bandwidth x 1/8",
+                                                 plot_w + right - 20, 12)) +
+             "</text>\n";
     }
     s += "</svg>\n";
     return s;

@@ -1,8 +1,14 @@
 # Runs one command line and checks its exit code and output (stdout + stderr).
-#   cmake -DARGS="a|b|c" -DEXIT=0 -DMATCH=regex [-DNO_MATCH=regex] [-DFILE=path -DFILE_MATCH=regex] -P expect.cmake
+#   cmake -DARGS="a|b|c" -DEXIT=0 -DMATCH=regex [-DNO_MATCH=regex] [-DMAX_COLUMNS=n] [-DFILE=path -DFILE_MATCH=regex]
+#         -P expect.cmake
+# NO_FILE=path: the command must not leave that file (it is removed first).
+# MAX_COLUMNS: no line of the output may be longer than n characters.
 string(REPLACE "|" ";" argv "${ARGS}")
 if(DEFINED FILE)
   file(REMOVE "${FILE}")
+endif()
+if(DEFINED NO_FILE)
+  file(REMOVE "${NO_FILE}")
 endif()
 execute_process(COMMAND ${argv} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
 set(all "${out}${err}")
@@ -15,6 +21,17 @@ endif()
 if(DEFINED NO_MATCH AND all MATCHES "${NO_MATCH}")
   message(FATAL_ERROR "output matches '${NO_MATCH}' but must not\n--- output ---\n${all}")
 endif()
+if(DEFINED MAX_COLUMNS)
+  # one list item per line: list separators and brackets in the output made harmless first
+  string(REGEX REPLACE "[][;]" "." flat "${all}")
+  string(REPLACE "\n" ";" lines "${flat}")
+  foreach(line IN LISTS lines)
+    string(LENGTH "${line}" length)
+    if(length GREATER MAX_COLUMNS)
+      message(FATAL_ERROR "a line of ${length} columns (at most ${MAX_COLUMNS}):\n${line}\n--- output ---\n${all}")
+    endif()
+  endforeach()
+endif()
 if(DEFINED FILE)
   if(NOT EXISTS "${FILE}")
     message(FATAL_ERROR "${FILE} was not written")
@@ -23,4 +40,7 @@ if(DEFINED FILE)
   if(NOT text MATCHES "${FILE_MATCH}")
     message(FATAL_ERROR "${FILE} does not match '${FILE_MATCH}'")
   endif()
+endif()
+if(DEFINED NO_FILE AND EXISTS "${NO_FILE}")
+  message(FATAL_ERROR "${NO_FILE} was written but must not be")
 endif()

@@ -1,0 +1,78 @@
+#pragma once
+// Shared pieces of the roofsim subcommands: exit codes, option-value parsing, output helpers.
+
+#include "text_table.hpp"
+
+#include <roofsim/roofsim.hpp>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace roofsim::cli {
+
+constexpr int exit_ok = 0;
+constexpr int exit_error = 1;
+constexpr int exit_usage = 2;
+
+/// A bad option value found after parsing (unknown GPU, unknown precision): exit code 2.
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+/// What every subcommand may read: the global options, once parsed and loaded.
+struct Context {
+    std::optional<Calibration> calibration;
+};
+
+/// A subcommand: its CLI11 app and what runs it once the command line is parsed.
+struct Command {
+    CLI::App* app = nullptr;
+    std::function<void(const Context&)> run;
+};
+
+/// The GPUs the main job compares: the seeds of the project plus the Hopper parts.
+extern const std::vector<std::string> seed_gpus;
+
+/// A GPU by key or nvidia-smi name; an unknown one is a usage error.
+const GpuSpec& gpu_arg(const std::string& key);
+/// A compute unit (fp32, tf32, bf16-tensor...) given to `option`; an unknown one is a usage error.
+ComputeUnit unit_arg(const std::string& text, const std::string& option);
+/// A FLOP amount such as 4.5G or 300TFLOP given to `option`; anything else is a usage error.
+double flops_arg(const std::string& text, const std::string& option);
+/// A byte amount such as 2GiB or 300MB given to `option`; anything else is a usage error.
+double bytes_arg(const std::string& text, const std::string& option);
+/// A CLI11 check: the option's value is a whole number of at least 1.
+CLI::Validator positive_integer();
+/// "a,b,,c" -> {a, b, c}.
+std::vector<std::string> split_list(const std::string& text);
+/// A rate as TFLOP/s with one decimal, "-" where there is none.
+std::string tflops(std::optional<FlopsPerSecond> r);
+/// A time in the unit that suits it (ns, us, ms, s: the number between 1 and 1000), 4 significant digits.
+std::string format_duration(Seconds t);
+
+/// One unit for a column (or line) of times, chosen from the largest: "ms" and its scale.
+struct TimeUnit {
+    const char* name = "ms";
+    double per_second = 1e3;
+    int decimals = 3;
+    /// `t` in this unit, without the unit's name.
+    std::string operator()(Seconds t) const;
+    /// The unit that suits times up to `largest` (3-4 significant digits for it).
+    static TimeUnit for_largest(Seconds largest);
+};
+
+/// Writes `text` to `path` atomically: a temporary file in the same directory, then renamed over it.
+void write_file_atomically(const std::string& path, const std::string& text);
+
+/// `j` with `kind` and `schema_version` first where it has no `kind` of its own.
+nlohmann::json with_kind(nlohmann::json j, const std::string& kind, int schema_version = 1);
+/// The ceilings for a GPU: from the calibration when it describes that GPU, else from the datasheet.
+Ceilings ceilings_for(const GpuSpec& spec, const std::optional<Calibration>& calibration);
+
+}  // namespace roofsim::cli

@@ -1,0 +1,14 @@
+#pragma once
+// The subcommands, one file each: each adds its options to the app and returns what runs it.
+
+#include "cli_common.hpp"
+
+namespace roofsim::cli {
+
+Command add_specs_command(CLI::App& app);
+Command add_roofline_command(CLI::App& app);
+Command add_kernel_command(CLI::App& app);
+Command add_predict_command(CLI::App& app);
+Command add_validate_command(CLI::App& app);
+
+}  // namespace roofsim::cli

@@ -1,0 +1,358 @@
+// roofsim validate: predictions against PyTorch timings (tools/validate/measure_pytorch.py).
+
+#include "commands.hpp"
+
+#include <validate/validation.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+namespace roofsim::cli {
+namespace {
+
+struct ValidateOptions {
+    std::string measurements, framework, runs, exported, host_speed = "profiled";
+    bool cases = false, phases = false, passes = false;
+};
+
+/// Errors (fractions) by (op or model, precision mode).
+using ErrorGroups = std::map<std::pair<std::string, std::string>, std::vector<double>>;
+
+/// One row per group: its case count, the median |error| (the upper one of an even count) and the worst.
+void print_error_groups(const ErrorGroups& groups, const std::string& what, std::ostream& out) {
+    TextTable t({"op or model", "mode", "cases", "median |" + what + "| %", "worst " + what + " %"});
+    t.overflow(0, Overflow::shorten_middle);
+    for (const auto& [key, errors] : groups) {
+        std::vector<double> a;
+        for (double x : errors) a.push_back(std::abs(x));
+        std::sort(a.begin(), a.end());
+        const double worst =
+            *std::max_element(errors.begin(), errors.end(), [](double x, double y) { return std::abs(x) < std::abs(y); });
+        t.add_row({key.first, key.second, std::to_string(errors.size()), format_number("%.1f", 100 * a[a.size() / 2]),
+                   format_number("%+.1f", 100 * worst)});
+    }
+    t.print(out);
+}
+
+/// `roofsim validate --runs --phases`: each model case's phases, each timed on its own, measured
+/// against predicted, run by run.
+void print_phases(const RunsEvaluation& v, std::ostream& out) {
+    Seconds longest{0};
+    for (const auto* cases : {&v.cases, &v.exported}) {
+        for (const auto& c : *cases) {
+            for (const auto& [m, p] : c.phases) longest = std::max({longest, m.forward_backward, p.forward_backward, m.optimizer, p.optimizer});
+        }
+    }
+    const auto unit = TimeUnit::for_largest(longest);
+    out << "\nModel steps by phase, each timed on its own between two synchronizes (" << unit.name
+        << ", measured / predicted;\nthe runs newest first; forward + backward minus forward in brackets):\n";
+    TextTable t({"case", "path", "run", "forward", "forward + backward", "(backward)", "optimizer"});
+    t.overflow(0, Overflow::shorten_middle);
+    const auto pair = [&](Seconds measured, Seconds predicted) { return unit(measured) + " / " + unit(predicted); };
+    for (const auto& [path, cases] : {std::pair{"zoo", &v.cases}, std::pair{"exported", &v.exported}}) {
+        for (const auto& c : *cases) {
+            for (std::size_t i = 0; i < c.phases.size(); ++i) {
+                const auto& [m, p] = c.phases[i];
+                t.add_row({c.id, path, std::to_string(i + 1), pair(m.forward, p.forward),
+                           pair(m.forward_backward, p.forward_backward),
+                           pair(m.forward_backward - m.forward, p.forward_backward - p.forward), pair(m.optimizer, p.optimizer)});
+            }
+        }
+    }
+    t.print(out);
+}
+
+/// Median, lowest and highest of a list of errors as "%+.1f" cells; dashes for none.
+std::array<std::string, 3> error_range(const std::vector<double>& errors) {
+    if (errors.empty()) return {"-", "-", "-"};
+    const auto [lowest, highest] = std::minmax_element(errors.begin(), errors.end());
+    return {format_number("%+.1f", 100 * detail::quantile(errors, 0.5)), format_number("%+.1f", 100 * *lowest),
+            format_number("%+.1f", 100 * *highest)};
+}
+
+/// `roofsim validate --runs --passes`: each model case's passes over the runs, each pass's median
+/// step against the prediction at the profile's host speed and at its own canary's.
+void print_passes(const RunsEvaluation& v, std::ostream& out) {
+    out << "\nModel steps pass by pass (each pass's median step, passes minutes apart in one process; the error %\n"
+           "at the framework profile's host speed, and at the host speed of the pass's own canary: median, lowest,\n"
+           "highest over every pass of every run whose passes are known):\n";
+    TextTable t({"case", "path", "passes", "at profile's host", "lowest", "highest", "at pass's canary", "lowest", "highest",
+                 "canary x"});
+    t.overflow(0, Overflow::shorten_middle);
+    for (const auto& [path, cases] : {std::pair{"zoo", &v.cases}, std::pair{"exported", &v.exported}}) {
+        for (const auto& c : *cases) {
+            if (c.passes.empty()) continue;
+            std::vector<double> at_profiled, at_canary, scales;
+            for (const auto& p : c.passes) {
+                at_profiled.push_back(p.error_at_profiled);
+                if (p.error_at_canary && p.host_time_scale) {
+                    at_canary.push_back(*p.error_at_canary);
+                    scales.push_back(*p.host_time_scale);
+                }
+            }
+            const auto profiled = error_range(at_profiled);
+            const auto canary = error_range(at_canary);
+            std::string scale_range = "-";
+            if (!scales.empty()) {
+                const auto [lowest, highest] = std::minmax_element(scales.begin(), scales.end());
+                scale_range = format_number("%.2f", *lowest) + "-" + format_number("%.2f", *highest);
+            }
+            t.add_row({c.id, path, std::to_string(c.passes.size()), profiled[0], profiled[1], profiled[2], canary[0], canary[1],
+                       canary[2], scale_range});
+        }
+    }
+    t.print(out);
+}
+
+void print_run_lines(const RunsEvaluation& v, std::ostream& out) {
+    for (const auto& r : v.runs) {
+        out << "  " << r.name << " (" << r.origin << "): layer cases median |error| " << format_number("%.1f", 100 * r.layer_median)
+            << "%, 90th percentile " << format_number("%.1f", 100 * r.layer_p90) << "%; model steps worst "
+            << format_number("%.1f", 100 * r.model_worst) << "%";
+        if (r.host_canary) {  // how fast and how steady the host was while its probe measured
+            out << "; the probe's canary " << format_number("%.2f", 1e6 * r.host_canary->value()) << " us";
+            if (r.host_canary_p10 && r.host_canary_p90) {
+                out << " (10th-90th percentile " << format_number("%.2f", 1e6 * r.host_canary_p10->value()) << "-"
+                    << format_number("%.2f", 1e6 * r.host_canary_p90->value()) << ")";
+            }
+        }
+        out << "\n";
+    }
+}
+
+std::string errors_by_run(const CaseOverRuns& c) {
+    std::string text;
+    for (double e : c.errors) {
+        if (!text.empty()) text += ' ';
+        text += format_number("%+.1f", 100 * e);
+    }
+    return text;
+}
+
+void print_cases_over_runs(const std::vector<CaseOverRuns>& cases, bool models_only, std::ostream& out) {
+    TextTable t({"case", "runs", "median error %", "errors % by run, newest first", "paced by", "host / GPU",
+                 "step on a host " + format_number("%.1f", validation_host_swing) + "x slower %", "passes apart %",
+                 "median memory error %"});
+    t.overflow(0, Overflow::shorten_middle).overflow(3, Overflow::wrap);
+    for (const auto& c : cases) {
+        if (models_only && !c.model) continue;
+        t.add_row({c.id, std::to_string(c.errors.size()), format_number("%+.1f", 100 * c.median_error()), errors_by_run(c),
+                   c.host_bound() ? "host" : "GPU",
+                   std::isfinite(c.median_host_over_gpu()) ? format_number("%.2f", c.median_host_over_gpu()) : "no GPU work",
+                   c.model ? format_number("%+.1f", 100 * c.median_host_swing_effect()) : "-",
+                   percent_or_dash("%.1f", c.median_pass_spread()), percent_or_dash("%+.1f", c.median_memory_error())});
+    }
+    t.print(out);
+}
+
+void print_validation_runs(const RunsEvaluation& v, const ValidateOptions& o, HostSpeed speed, std::ostream& out) {
+    out << "Validation over " << v.runs.size() << " runs (" << o.runs
+        << "), each predicted with the framework profile and calibration measured with it, at "
+        << (speed == HostSpeed::measured ? "each case's canary host speed" : "the framework profile's host speed") << ":\n";
+    print_run_lines(v, out);
+    out << '\n';
+    if (o.cases) {
+        print_cases_over_runs(v.cases, false, out);
+    } else {
+        ErrorGroups groups;
+        for (const auto& c : v.cases) groups[{c.family, c.precision}].push_back(c.median_error());
+        print_error_groups(groups, "median error", out);
+        out << "\nModel steps:\n";
+        print_cases_over_runs(v.cases, true, out);
+    }
+    const auto layers = [](const CaseOverRuns& c) { return !c.model; };
+    const auto models = [](const CaseOverRuns& c) { return c.model; };
+    out << "\nover the runs (each case's median error): layer cases: median |error| "
+        << format_number("%.1f", 100 * median_error_quantile(v.cases, 0.5, layers)) << "%, 90th percentile "
+        << format_number("%.1f", 100 * median_error_quantile(v.cases, 0.9, layers)) << "%; model steps: median "
+        << format_number("%.1f", 100 * median_error_quantile(v.cases, 0.5, models)) << "%, worst "
+        << format_number("%.1f", 100 * median_error_quantile(v.cases, 1.0, models)) << "%\n";
+    if (!v.exported.empty()) {
+        out << "\nModel steps predicted from the exported IRs:\n";
+        print_cases_over_runs(v.exported, true, out);
+    }
+    if (o.phases) print_phases(v, out);
+    if (o.passes) print_passes(v, out);
+}
+
+/// One validation file's evaluation: the cases at the chosen host speed and at the other one.
+struct SetEvaluation {
+    const ValidationSet* set = nullptr;
+    const FrameworkProfile* framework = nullptr;
+    HostSpeed speed = HostSpeed::profiled, other_speed = HostSpeed::measured;
+    std::vector<CaseError> errors, other;
+    const char* other_error_header() const {
+        return speed == HostSpeed::measured ? "error % at profile's host" : "error % at canary's host";
+    }
+};
+
+void print_set_header(const SetEvaluation& e, const CostContext& ctx, std::ostream& out) {
+    out << e.set->origin << "\n  ceilings: " << ctx.ceilings.origin
+        << "\n  host costs: " << (e.framework ? e.framework->provenance() : std::string("launch rate only"));
+    if (const auto host = e.framework ? e.framework->host_seconds_per_op() : std::nullopt) {
+        out << ", on a host of " << format_number("%.2f", host->value() * 1e6) << " us per tiny add";
+    }
+    out << "\n  cases predicted at "
+        << (e.speed == HostSpeed::measured ? "each case's canary host speed (host costs x canary x)"
+                                           : "the framework profile's host speed")
+        << "\n\n";
+}
+
+/// The unit for a column of measured and predicted times: the one that suits the longest.
+TimeUnit unit_for_cases(const std::vector<CaseError>& errors) {
+    double longest = 0;
+    for (const auto& e : errors) longest = std::max({longest, e.c->measured_seconds, e.predicted_seconds});
+    return TimeUnit::for_largest(Seconds(longest));
+}
+
+void print_set_cases(const SetEvaluation& v, std::ostream& out) {
+    const auto unit = unit_for_cases(v.errors);
+    const std::string u = unit.name;
+    TextTable t({"case", "measured " + u, "predicted " + u, "host " + u, "GPU " + u, "error %", "paced by", "canary x",
+                 v.other_error_header(), "passes apart %"});
+    t.overflow(0, Overflow::shorten_middle);
+    for (std::size_t i = 0; i < v.errors.size(); ++i) {
+        const auto& e = v.errors[i];
+        t.add_row({e.c->id, unit(Seconds(e.c->measured_seconds)), unit(Seconds(e.predicted_seconds)),
+                   unit(Seconds(e.predicted_host_seconds)), unit(Seconds(e.predicted_gpu_seconds)),
+                   format_number("%+.1f", 100 * e.error), e.host_bound() ? "host" : "GPU",
+                   format_number("%.2f", host_time_scale(*e.c, v.framework, HostSpeed::measured)),
+                   format_number("%+.1f", 100 * v.other[i].error), percent_or_dash("%.1f", e.c->pass_spread())});
+    }
+    t.print(out);
+    out << '\n';
+}
+
+/// "<median label> X%, <upper label> Y%" of the cases `pick` selects; "none" where it selects none
+/// (a file of layer cases only, or of model cases only).
+template <class Pick>
+std::string errors_of(const std::vector<CaseError>& list, Pick pick, const char* median_label, double upper,
+                      const char* upper_label) {
+    if (std::none_of(list.begin(), list.end(), pick)) return "none";
+    return std::string(median_label) + " " + format_number("%.1f", 100 * error_quantile(list, 0.5, pick)) + "%, " +
+           upper_label + " " + format_number("%.1f", 100 * error_quantile(list, upper, pick)) + "%";
+}
+
+void print_set_summary(const SetEvaluation& v, std::ostream& out) {
+    const auto layers = [](const CaseError& e) { return !e.c->model; };
+    const auto models = [](const CaseError& e) { return e.c->model; };
+    const auto summary = [&](const std::vector<CaseError>& list, const char* what) {
+        out << what << ": layer cases: " << errors_of(list, layers, "median |error|", 0.9, "90th percentile")
+            << "; model steps: " << errors_of(list, models, "median", 1.0, "worst") << "\n";
+    };
+    const bool measured = v.speed == HostSpeed::measured;
+    out << '\n';
+    summary(measured ? v.other : v.errors, "at the profile's host speed");
+    summary(measured ? v.errors : v.other, "at each case's canary host speed");
+    for (const auto& e : v.errors) {
+        if (e.memory_error) {
+            out << "peak memory " << e.c->id << ": measured " << format_number("%.2f", *e.c->measured_peak_bytes / 1073741824.0)
+                << " GiB, predicted " << format_number("%.2f", *e.predicted_peak_bytes / 1073741824.0) << " GiB ("
+                << format_number("%+.1f", 100 * *e.memory_error) << "%)\n";
+        }
+    }
+    for (const auto& [id, why] : v.set->not_modelled) out << "not modelled: " << id << " (" << why << ")\n";
+}
+
+void print_exported(const SetEvaluation& v, const std::string& dir, const CostContext& ctx, std::ostream& out) {
+    const auto exported = evaluate_exported(*v.set, dir, ctx, v.framework, v.speed);
+    const auto exported_other = evaluate_exported(*v.set, dir, ctx, v.framework, v.other_speed);
+    out << "\nModel steps predicted from the exported IRs in " << dir << ":\n";
+    const auto unit = unit_for_cases(exported);
+    const std::string u = unit.name;
+    TextTable table({"case", "measured " + u, "predicted " + u, "error %", "paced by", "canary x", v.other_error_header(),
+                     "measured peak GiB", "predicted peak GiB", "memory error %"});
+    table.overflow(0, Overflow::shorten_middle);
+    const auto gib = [](std::optional<double> b) { return b ? format_number("%.2f", *b / 1073741824.0) : "-"; };
+    for (std::size_t i = 0; i < exported.size(); ++i) {
+        const auto& e = exported[i];
+        table.add_row({e.c->id, unit(Seconds(e.c->measured_seconds)), unit(Seconds(e.predicted_seconds)),
+                       format_number("%+.1f", 100 * e.error), e.host_bound() ? "host" : "GPU",
+                       format_number("%.2f", host_time_scale(*e.c, v.framework, HostSpeed::measured)),
+                       format_number("%+.1f", 100 * exported_other[i].error), gib(e.c->measured_peak_bytes),
+                       gib(e.predicted_peak_bytes), percent_or_dash("%+.1f", e.memory_error)});
+    }
+    table.print(out);
+    if (exported.empty()) out << "(no IR file matches a model case)\n";
+}
+
+HostSpeed host_speed(const ValidateOptions& o) {
+    return o.host_speed == "profiled" ? HostSpeed::profiled : HostSpeed::measured;
+}
+
+void run_validate_file(const ValidateOptions& o, const Context& context, std::ostream& out) {
+    if (o.measurements.empty()) throw UsageError("validate needs --measurements FILE or --runs FILE");
+    const ValidationSet set = load_validation(o.measurements);
+    const auto& spec = gpu_arg(set.gpu_key);
+    const auto& calibration = context.calibration;
+    const Calibration* measured =
+        calibration && calibration->device.gpu_key == spec.key ? &*calibration : find_builtin_calibration(spec.key);
+    std::optional<FrameworkProfile> framework_file;
+    if (!o.framework.empty()) framework_file = load_framework_profile(o.framework);
+    SetEvaluation v;
+    v.set = &set;
+    v.framework = framework_file ? &*framework_file : find_builtin_framework_profile(spec.key);
+    const auto ctx = make_cost_context(spec, measured, v.framework);
+    v.speed = host_speed(o);
+    v.other_speed = v.speed == HostSpeed::measured ? HostSpeed::profiled : HostSpeed::measured;
+    v.errors = evaluate(set, ctx, v.framework, v.speed);
+    v.other = evaluate(set, ctx, v.framework, v.other_speed);
+    print_set_header(v, ctx, out);
+    if (o.cases) print_set_cases(v, out);
+    ErrorGroups groups;
+    for (const auto& e : v.errors) groups[{e.c->family, e.c->precision}].push_back(e.error);
+    print_error_groups(groups, "error", out);
+    print_set_summary(v, out);
+    if (!o.exported.empty()) print_exported(v, o.exported, ctx, out);
+}
+
+void run_validate(const ValidateOptions& o, const Context& context) {
+    std::ostringstream text;
+    if (o.runs.empty()) {
+        run_validate_file(o, context, text);
+    } else {
+        const auto speed = host_speed(o);
+        print_validation_runs(evaluate_runs(load_validation_runs(o.runs), speed), o, speed, text);
+    }
+    std::cout << wrap_lines(text.str());
+}
+
+}  // namespace
+
+Command add_validate_command(CLI::App& app) {
+    auto o = std::make_shared<ValidateOptions>();
+    auto* cmd = app.add_subcommand("validate", "Compare predictions with PyTorch timings from tools/validate/measure_pytorch.py");
+    auto* measurements = cmd->add_option("--measurements", o->measurements, "A data/validation/*.json file");
+    auto* runs = cmd->add_option("--runs", o->runs,
+                                 "A list of validation runs (data/validation/runs.json): each predicted with its own framework "
+                                 "profile and calibration, each case's error the median over the runs");
+    measurements->excludes(runs);
+    cmd->add_option("--framework", o->framework, "Framework profile (default: the built-in one of the measured GPU)")->excludes(runs);
+    cmd->add_flag("--cases", o->cases, "Print every case, not only the summary per op and mode");
+    cmd->add_flag("--phases", o->phases,
+                  "With --runs: each model case's forward, forward + backward and optimizer step, each timed on its own, "
+                  "measured against predicted (each phase simulated on its own), run by run")
+        ->needs(runs);
+    cmd->add_flag("--passes", o->passes,
+                  "With --runs: each model case pass by pass (the passes of measure_pytorch.py --model-rounds): each "
+                  "pass's median step against the prediction at the profile's host speed and at its own canary's")
+        ->needs(runs);
+    cmd->add_option("--host-speed", o->host_speed,
+                    "Host speed the cases are predicted on: profiled (the framework profile's, as any prediction) or "
+                    "measured (host costs scaled by each case's canary over the profile's, where both have one: an "
+                    "analysis, docs/validation.md); the table of --cases shows the other too")
+        ->check(CLI::IsMember({"measured", "profiled"}))
+        ->capture_default_str();
+    cmd->add_option("--exported", o->exported,
+                    "Directory of kernel IRs exported from the measured models (roofsim_export), one per model case "
+                    "named <case id with / as _>.json: also predict the model cases from them")
+        ->check(CLI::ExistingDirectory);
+    return {cmd, [o](const Context& ctx) { run_validate(*o, ctx); }};
+}
+
+}  // namespace roofsim::cli
