@@ -1,6 +1,6 @@
 #include "catch.hpp"
 
-#include <roofsim/roofline_svg.hpp>
+#include <roofsim/report/roofline_svg.hpp>
 
 #include <regex>
 #include <string>
@@ -43,7 +43,7 @@ TEST_CASE("one precision draws one compute ceiling; points are drawn", "[svg]") 
     CHECK_THROWS_AS(roofline_svg(c, o), std::invalid_argument);
 }
 
-#include <roofsim/report_svg.hpp>
+#include <roofsim/report/svg.hpp>
 #include <roofsim/zoo/zoo.hpp>
 
 TEST_CASE("the prediction report draws layers on the roofline and the slowest layers as bars", "[svg][predict]") {

@@ -45,6 +45,6 @@
 #include <roofsim/predict.hpp>
 #include <roofsim/report/json.hpp>
 #include <roofsim/report/operators.hpp>
-#include <roofsim/roofline_svg.hpp>
-#include <roofsim/report_svg.hpp>
+#include <roofsim/report/roofline_svg.hpp>
+#include <roofsim/report/svg.hpp>
 #include <roofsim/zoo/zoo.hpp>

@@ -5,7 +5,7 @@
 /// layer (forward and backward stacked).
 
 #include <roofsim/predict.hpp>
-#include <roofsim/roofline_svg.hpp>
+#include <roofsim/report/roofline_svg.hpp>
 
 #include <algorithm>
 #include <string>
