@@ -313,16 +313,6 @@ def autocast_ctx(mode: str, device_type: str):
     return torch.autocast(device_type=device_type, dtype=getattr(torch, name))
 
 
-def plain_training_step(model, batch, loss_fn, opt, mode: str, device_type: str) -> None:
-    """One training step as the diagnostic scripts run it (no gradient scaler, so not amp-fp16's):
-    gradients set to None, the forward and loss under the mode's autocast, backward, optimizer step."""
-    opt.zero_grad(set_to_none=True)
-    with autocast_ctx(mode, device_type):
-        loss = loss_fn(model, batch)
-    loss.backward()
-    opt.step()
-
-
 def sdpa_backend_ctx_factory(backend: str):
     """A zero-argument factory of context managers that restrict SDPA to one backend."""
     try:

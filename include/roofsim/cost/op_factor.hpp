@@ -33,7 +33,7 @@ namespace roofsim {
 /// Whether a kernel is a layout copy (aten::clone: what .contiguous() runs on a transposed or
 /// permuted view, as attention's heads are split and merged; a contiguous tensor's .contiguous()
 /// copies nothing). Such copies read with strides: on an H200 a float32 one ran at 2.5 TB/s and a
-/// bfloat16 one at 1.55 TB/s where a contiguous clone ran at 3.8 (tools/validate/copy_speed.py,
+/// bfloat16 one at 1.55 TB/s where a contiguous clone ran at 3.8 (a copy-speed diagnostic, in git history,
 /// 2026-11-30), so they take the probe's transposed copy's efficiency (factor_op).
 [[nodiscard]] inline bool is_layout_copy(const Kernel& k) {
     return k.kind == KernelKind::copy && k.op == "aten::clone";
