@@ -1596,3 +1596,14 @@ TEST_CASE("an exported IR's model code costs its time at export, scaled by the P
     bad["kernels"][2]["python_seconds"] = 1e-6;
     CHECK_THROWS_WITH(kernel_ir_from_json(bad, "ir.json"), Catch::Contains("/kernels/2/python_seconds"));
 }
+
+TEST_CASE("a framework profile of this GPU without its op timings or kernel gap is refused, naming what is missing", "[predict][framework]") {
+    const GpuSpec& h200 = gpu_or_throw("h200-sxm");
+    FrameworkProfile f = *find_builtin_framework_profile("h200-sxm");
+    f.figures.erase("gpu_kernel_gap");
+    CHECK_THROWS_WITH(make_cost_context(h200, find_builtin_calibration("h200-sxm"), &f), Catch::Contains("no figure 'gpu_kernel_gap'"));
+    f.op_timings.clear();
+    CHECK_THROWS_WITH(make_cost_context(h200, find_builtin_calibration("h200-sxm"), &f), Catch::Contains("no op timings"));
+    // measured with another GPU, the profile gives host costs only: neither is read
+    CHECK_NOTHROW(make_cost_context(gpu_or_throw("a100-80gb-sxm"), nullptr, &f));
+}

@@ -150,12 +150,14 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
 [[nodiscard]] inline CostContext make_cost_context(const GpuSpec& spec, const Calibration* calibration,
                                                    const FrameworkProfile* framework) {
     CostContext ctx = make_cost_context(spec, calibration);
-    if (framework && framework->gpu_key == spec.key && !framework->op_timings.empty()) calibrate_op_factors(ctx, *framework);
     if (framework && framework->gpu_key == spec.key) {
-        if (const auto gap = framework->seconds("gpu_kernel_gap")) {
-            ctx.kernel_gap = *gap;
-            ctx.kernel_gap_source = framework->provenance() + " (gpu_kernel_gap)";
+        if (framework->op_timings.empty()) {
+            throw std::runtime_error("framework profile of " + framework->device_name + " (" + framework->date_utc.substr(0, 10) +
+                                     "): no op timings (calibrate/torch_framework_probe.py measures them)");
         }
+        calibrate_op_factors(ctx, *framework);
+        ctx.kernel_gap = framework->required("gpu_kernel_gap");
+        ctx.kernel_gap_source = framework->provenance() + " (gpu_kernel_gap)";
     }
     return ctx;
 }
