@@ -41,8 +41,8 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       order): a pre-norm transformer block called flat (layer norm, cast, nn.MultiheadAttention
       without weights, Dropout(0), add; layer norm, cast, linear, GELU, linear, add) and a ResNet-like
       convolution, batch norm and ReLU; under autocast. A layer costs the host more among other
-      kinds of layers than in a chain of its own kind (a host-state diagnostic of 2026-12-01, in git history: --phase mixed,
-      docs/NOTES.md). roofsim does not read these: one factor from them for every layer of a model
+      kinds of layers than in a chain of its own kind (docs/validation.md, "What the diagnostics
+      found"). roofsim does not read these: one factor from them for every layer of a model
       over-corrected ResNet-50 and GPT-2 small (docs/validation.md).
   layer_steady_<op>[_autocast]
       Host cost of one tiny layer's forward + backward as a layer timed on its own runs: grads
@@ -1885,8 +1885,8 @@ def main(argv=None) -> int:
     # The host figures in `passes` passes, one after the other, so that each figure's median is taken
     # over moments seconds to a minute apart; the GPU-paced figures once, after the last pass. They
     # come last because they time kernels with torch.profiler, and a process that has run
-    # torch.profiler once issues every op more slowly from then on (CUPTI stays attached; measured
-    # with a host-state diagnostic, docs/NOTES.md): no host figure may follow them.
+    # torch.profiler once issues every op more slowly from then on (CUPTI stays attached;
+    # docs/validation.md, "What the diagnostics found"): no host figure may follow them.
     probes = []
     for index in range(passes):
         p = Probe(device, repeats, warmup)

@@ -295,7 +295,7 @@ def per_column(x, out, dims) -> dict:
 # (the output's gradient and the input), ATen's layer_norm_cuda and layer_norm_backward_cuda. A
 # transposed residual stream (torchvision's ViT: nn.MultiheadAttention batch-first hands back a
 # transposed view) makes every layer norm copy its input: 25 float32 strided copies in ViT-B/16's
-# forward on the H200 (a torch.profiler trace of 2026-12-01, kept in git history under data/validation/profiles/).
+# forward on the H200 (a torch.profiler trace of ViT-B/16 b128 amp-bf16, 2026-11-30; in git history).
 CONTIGUOUS_INPUTS = {"native_layer_norm": (0,), "native_layer_norm_backward": (0, 1)}
 
 

@@ -14,7 +14,7 @@ from .kernels import ATTENTION_OPS
 # NonDynamicallyQuantizableLinear count as their base).
 # nn.MultiheadAttention is none of them: it is Python (F.multi_head_attention_forward) calling torch,
 # and at a model's shapes it runs otherwise than the probe's tiny one (batch 1, one head: its
-# transposed input contiguous; docs/NOTES.md, 2026-12-03). Its code runs as model code
+# transposed input contiguous; docs/NOTES.md). Its code runs as model code
 # (TRANSPARENT_FUNCTIONS): its projections cost what linears cost (FUNCTIONAL_OPS), its attention,
 # copies and views what those ops cost, its Python what it takes.
 _TORCH_MODULES = [

@@ -230,13 +230,6 @@ def host_cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def diagnostic_document(kind: str, fields: dict | None = None) -> dict:
-    """A diagnostic's JSON document: its kind, where and when it ran and the command that ran it, then `fields`."""
-    return {"kind": kind, "torch": torch.__version__, "device": torch.cuda.get_device_name(),
-            "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "command": " ".join([sys.executable] + sys.argv), **(fields or {})}
-
-
 def write_json_atomic(path: str, doc: dict) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
@@ -756,9 +749,8 @@ class LayerRun:
 
 # Work per steady-state batch. A batch's first repetitions after the synchronize that starts it cost
 # more than later ones: on the H200 machine a tiny layer's repetition took a third less at 50 a batch
-# than at 5 and no less at 100 (tools/validate/host_state.py --phase reps, docs/NOTES.md), and the
-# probe's steady figures take 50. Until the seventy-fourth run (2026-12-01) a batch was about 5 ms: a
-# host-paced case ran 7 to 30 repetitions a batch and read 5-30 % above its steady state.
+# than at 5 and no less at 100 (docs/NOTES.md), and the probe's steady figures take 50. At about 5 ms
+# a batch, a host-paced case ran 7 to 30 repetitions a batch and read 5-30 % above its steady state.
 STEADY_BATCH_SECONDS = 30e-3
 
 

@@ -129,15 +129,10 @@ namespace roofsim {
     return k.source_op;
 }
 
-/// The points of a per-op efficiency key in `op_factor`, or nullptr: a depthwise conv1d without
-/// timings of its own takes the depthwise conv2d's (profiles before the sixty-second run of
-/// 2026-12-01 time depthwise in 2-D alone).
+/// The points of a per-op efficiency key in `op_factor`, or nullptr.
 template <class Map, class Key>
 [[nodiscard]] inline const std::vector<OpFactorPoint>* find_op_factor_points(const Map& op_factor, const Key& key) {
-    auto it = op_factor.find(key);
-    if (it == op_factor.end() && std::get<0>(key) == "depthwise_conv1d") {
-        it = op_factor.find(std::tuple<std::string_view, Phase, bool>{"depthwise_conv2d", std::get<1>(key), std::get<2>(key)});
-    }
+    const auto it = op_factor.find(key);
     return it != op_factor.end() ? &it->second : nullptr;
 }
 

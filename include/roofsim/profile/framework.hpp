@@ -86,25 +86,22 @@ struct FrameworkProfile {
     int op_timing_calls = 1;
     std::vector<ConvHostFigure> conv_host;  ///< the conv_host_* figures, by size
     /// The host speed every host figure is put on: seconds per tiny torch.add of the probe's canary
-    /// (its run's median; "host_speed" in the document). Profiles from before the canary have none,
-    /// and their figures are as measured.
+    /// (its run's median; "host_speed" in the document). None where the probe could take no canary
+    /// (host_speed null): its figures are as measured.
     std::optional<Seconds> host_reference_seconds_per_op;
     /// The speed of autograd's device thread the layers' backward figures are put on: seconds per node
     /// of the probe's backward canary (the backward() of a chain of 100 tiny multiplications; its
     /// run's median). A model's backward() follows it, not the canary: over seven processes of
     /// BERT-base b32 on the H200 (2026-12-01), correlation 0.91 with it, 0.34 with the canary.
-    /// Profiles from before the fifty-ninth run of 2026-12-01 have none.
+    /// None where the probe took no backward canaries.
     std::optional<Seconds> host_backward_reference_seconds_per_node;
     /// The 10th and 90th percentiles of the probe's canaries over its run ("canary_p10_seconds",
     /// "canary_p90_seconds"): how steady the host was while it measured. Absent where not recorded.
     std::optional<Seconds> host_canary_p10, host_canary_p90;
 
-    /// The host speed the host figures describe, seconds per tiny add: the canary's reference, else the
-    /// eager_op_add figure (the same loop, longer), else nothing.
-    [[nodiscard]] std::optional<Seconds> host_seconds_per_op() const {
-        if (host_reference_seconds_per_op) return host_reference_seconds_per_op;
-        return seconds("eager_op_add");
-    }
+    /// The host speed the host figures describe, seconds per tiny add: the canary's reference, where
+    /// the probe took canaries.
+    [[nodiscard]] std::optional<Seconds> host_seconds_per_op() const { return host_reference_seconds_per_op; }
 
     /// "measured on NVIDIA H200 with torch 2.11.0+cu130, 2026-11-29, torch_framework_probe.py"
     [[nodiscard]] std::string provenance() const {
@@ -139,7 +136,7 @@ namespace detail {
 /// records each figure's canary per pass; a shared host's speed changes by a third or more within a
 /// probe's run, and on one H200 run (2026-11-30) this put the passes' figures closer together: their
 /// spread (max - min over median) fell from 0.36 to 0.30 at the median figure, 0.89 to 0.73 at the
-/// 90th percentile. Nothing where the figure has no canary (GPU-paced figures, older profiles).
+/// 90th percentile. Nothing where the figure has no canary (GPU-paced figures).
 /// `canary_key` names the passes' canaries of the speed `reference_seconds_per_op` is of: the
 /// backward canary's (pass_host_backward_canary_seconds) for a layer's backward figure.
 [[nodiscard]] inline std::optional<double> at_host_speed(const JsonCursor& fig, double reference_seconds_per_op,
