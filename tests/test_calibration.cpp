@@ -7,6 +7,8 @@
 
 #include "catch.hpp"
 #include <roofsim/profile/calibration_json.hpp>
+
+#include <algorithm>
 #include <roofsim/detail/fit.hpp>
 
 using namespace roofsim;
@@ -104,7 +106,9 @@ TEST_CASE("a profile survives to_json / calibration_from_json unchanged", "[cali
     CHECK(back.conv_sweep.at(0).pass == ConvPass::backward_filter);
     CHECK(back.memcpy.at(MemcpyKind::h2d_pinned).fit->rate_per_second == 55e9);
     CHECK(back.missing.at(0).reason == MissingReason::unsupported);
-    CHECK(j.at("schema_version") == 1);
+    CHECK(j.at("schema_version") == 2);
+    CHECK(j.at("methods").is_array());  // the method texts, each once, referred to by index
+    CHECK(back.bandwidth.at(MemoryLevel::dram).at(AccessPattern::copy).method == c.bandwidth.at(MemoryLevel::dram).at(AccessPattern::copy).method);
     CHECK(j.at("bandwidth").at("dram").at("copy").at("unit") == "bytes_per_second");
 }
 
@@ -228,9 +232,24 @@ TEST_CASE("corrupt and inconsistent profiles fail with the key path", "[calibrat
         j["compute"]["probe"]["fp7"] = j["compute"]["probe"]["fp32"];
         CHECK_THAT(load_error(j), Catch::Matchers::Contains("/compute/probe/fp7"));
     }
-    SECTION("future schema version") {
-        j["schema_version"] = 2;
-        CHECK_THAT(load_error(j), Catch::Matchers::Contains("/schema_version: unsupported schema version 2"));
+    SECTION("another schema version") {
+        j["schema_version"] = 1;  // method texts written out in full: an earlier format
+        CHECK_THAT(load_error(j), Catch::Matchers::Contains("/schema_version: unsupported schema version 1 (this build reads 2)"));
+        j["schema_version"] = 3;
+        CHECK_THAT(load_error(j), Catch::Matchers::Contains("/schema_version: unsupported schema version 3"));
+    }
+    SECTION("a method reference out of range, or with the wrong count of numbers") {
+        j["bandwidth"]["dram"]["copy"]["method"] = nlohmann::json::array({j["methods"].size()});
+        CHECK_THAT(load_error(j), Catch::Matchers::Contains("/bandwidth/dram/copy/method: expected [index into /methods"));
+        j["methods"].push_back("copy of {} MiB, {} samples");
+        j["bandwidth"]["dram"]["copy"]["method"] = nlohmann::json::array({j["methods"].size() - 1, 64});
+        CHECK_THAT(load_error(j), Catch::Matchers::Contains("/bandwidth/dram/copy/method: fewer numbers"));
+        j["bandwidth"]["dram"]["copy"]["method"] = nlohmann::json::array({j["methods"].size() - 1, 64, 5, 7});
+        CHECK_THAT(load_error(j), Catch::Matchers::Contains("/bandwidth/dram/copy/method: more numbers"));
+    }
+    SECTION("no methods table") {
+        j.erase("methods");
+        CHECK_THAT(load_error(j), Catch::Matchers::Contains("/methods: missing"));
     }
     SECTION("not an object") {
         CHECK_THAT(load_error(nlohmann::json::array()), Catch::Matchers::Contains("expected an object"));
@@ -366,4 +385,25 @@ TEST_CASE("the committed H200 profile loads, validates and has its headline figu
     CHECK(launch_latency(c).has_value());
     CHECK(is_missing(c, "nccl"));
     CHECK(provenance(c).rfind("measured on NVIDIA H200, 2026-11-30", 0) == 0);
+}
+
+TEST_CASE("a method text splits at its numbers and comes back whole", "[calibration]") {
+    for (const std::string text : {"cublasGemmEx NN, bf16 in/out, 200 sets (to span 2 x L2), median of 5 samples", "no numbers",
+                                   "07 and 1234567890 stay whole, 0 and 12 do not", "", "3"}) {
+        const detail::MethodTemplate t = detail::split_method(text);
+        nlohmann::json doc = {{"m", {{"method", text}}}};
+        detail::factor_methods(doc);
+        CHECK(doc.at("methods").size() == 1);
+        CHECK(detail::expand_methods(doc, "test").at("m").at("method") == text);
+        INFO(text << " -> " << t.text);
+        CHECK(t.values.size() == static_cast<std::size_t>(std::count(t.text.begin(), t.text.end(), '{')));
+    }
+    CHECK(detail::split_method("07 and 1234567890, 0 and 12").text == "07 and 1234567890, {} and {}");
+    CHECK(detail::split_method("bf16 x 200").values == std::vector<std::int64_t>{16, 200});
+    CHECK_THROWS_AS(detail::split_method("a {brace}"), std::invalid_argument);
+    // alike methods share one template
+    nlohmann::json two = {{"a", {{"method", "200 calls, 4 replays"}}}, {"b", {{"method", "8 calls, 1 replays"}}}};
+    detail::factor_methods(two);
+    CHECK(two.at("methods") == nlohmann::json::array({"{} calls, {} replays"}));
+    CHECK(two.at("b").at("method") == nlohmann::json::array({0, 8, 1}));
 }

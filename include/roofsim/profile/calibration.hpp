@@ -28,7 +28,7 @@
 namespace roofsim {
 
 /// The schema version written by this header; loading any other version is an error.
-inline constexpr int calibration_schema_version = 1;
+inline constexpr int calibration_schema_version = 2;
 
 /// One measured figure: the median of `samples` timed repetitions after warm-up, with min and max.
 /// The unit is fixed by where the figure sits (documented per field) and written beside it in JSON.
