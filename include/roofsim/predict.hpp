@@ -213,7 +213,7 @@ struct PredictOptions {
     if (has_model_code) {
         // the model's own Python, timed where the IR was exported, at this host's Python speed: the
         // probe's fastest call of the reference work (the same work) over the exporting host's speed
-        // while it timed the code, the median of its calls around the timed forwards (docs/NOTES.md,
+        // while it timed the code, the median of its calls around the timed forwards (H200,
         // 2026-12-03: a ViT-B/16 export timed its code while those calls took 1.8 times its fastest).
         // This host's fastest, not a median: a shared host's Python speed swings by 2x for seconds at
         // a time (the probe's passes on one H200 machine, 0.87-1.95 ms), its fastest call held at

@@ -276,10 +276,10 @@ enum class HostSpeed {
 }
 
 /// How much slower than the profiled one a validation host runs for minutes at a time: the canary
-/// (measure_pytorch.py, per tiny add) read 6.3-7.2 us in the forty-sixth run's first round of model
-/// steps and 10.0-10.5 us in its second (docs/NOTES.md, 2026-12-01). A model step is checked as
-/// host-paced when its prediction on a host this much slower is longer by a twentieth or more
-/// (CaseError::host_swing_effect): the swing alone can then move it by half the bound.
+/// (measure_pytorch.py, per tiny add) read 6.3-7.2 us in one run's first round of model steps and
+/// 10.0-10.5 us in its second (H200, 2026-12-01). `roofsim validate` prints how much longer each
+/// step's prediction is on a host this much slower (CaseError::host_swing_effect): how far the
+/// host's swing alone can move it. The accuracy test judges steps by their measured passes instead.
 inline constexpr double validation_host_swing = 1.5;
 /// The lengthening on a host validation_host_swing times slower from which a model step is checked as
 /// host-paced: half the 10 % bound.
