@@ -2,6 +2,8 @@
 
 #include "commands.hpp"
 
+#include <validate/kernel_corpus.hpp>
+#include <validate/kernel_fit.hpp>
 #include <validate/validation.hpp>
 
 #include <algorithm>
@@ -16,7 +18,8 @@ namespace roofsim::cli {
 namespace {
 
 struct ValidateOptions {
-    std::string measurements, framework, runs, exported, host_speed = "profiled";
+    std::string measurements, framework, runs, exported, host_speed = "profiled", kernels, half = "test";
+    bool csv = false;
     bool cases = false, phases = false, passes = false;
 };
 
@@ -286,7 +289,7 @@ HostSpeed host_speed(const ValidateOptions& o) {
 }
 
 void run_validate_file(const ValidateOptions& o, const Context& context, std::ostream& out) {
-    if (o.measurements.empty()) throw UsageError("validate needs --measurements FILE or --runs FILE");
+    if (o.measurements.empty()) throw UsageError("validate needs --measurements FILE, --runs FILE or --kernels DIR");
     const ValidationSet set = load_validation(o.measurements);
     const auto& spec = gpu_arg(set.gpu_key);
     const auto& calibration = context.calibration;
@@ -311,9 +314,72 @@ void run_validate_file(const ValidateOptions& o, const Context& context, std::os
     if (!o.exported.empty()) print_exported(v, o.exported, ctx, out);
 }
 
+/// `roofsim validate --kernels DIR`: the kernel corpus's errors by family, unit and group, for one half.
+void print_kernel_corpus(const ValidateOptions& o, std::ostream& out) {
+    const KernelCorpus corpus = load_kernel_corpus(o.kernels);
+    const CostContext ctx = kernel_corpus_context(corpus);
+    const auto errors = evaluate_kernel_corpus(corpus, ctx, o.half);
+    if (o.csv) {
+        // every case of the half: what the table groups, with the GEMM the model placed and its choice
+        out << "kind,schema_version,family,half,unit,group,case,measured_seconds,p10_seconds,p90_seconds,predicted_seconds,error,"
+               "gemm_m,gemm_n,gemm_k,gemm_batch,tile_m,tile_n,split,waves,aligned,efficiency\n";
+        for (const auto& e : errors) {
+            out << "roofsim-kernel-validation,1," << e.c->family << ',' << e.c->half << ',' << e.c->unit << ',' << e.c->group << ','
+                << e.c->label << ',' << format_number("%.6e", e.c->measured.value()) << ',' << format_number("%.6e", e.c->p10.value())
+                << ',' << format_number("%.6e", e.c->p90.value()) << ',' << format_number("%.6e", e.predicted.value()) << ','
+                << format_number("%.5f", e.error);
+            if (e.gemm) {
+                out << ',' << e.gemm->m << ',' << e.gemm->n << ',' << e.gemm->k << ',' << e.gemm->batch << ',' << e.choice.tile_m << ','
+                    << e.choice.tile_n << ',' << e.choice.split << ',' << e.choice.waves << ',' << (e.choice.aligned ? 1 : 0) << ','
+                    << format_number("%.4f", e.choice.efficiency) << '\n';
+            } else {
+                out << ",,,,,,,,,,\n";
+            }
+        }
+        return;
+    }
+    out << "Kernel corpus " << o.kernels << ": " << corpus.provenance << "\n";
+    out << "Predicted on " << ctx.ceilings.gpu_name << " with its built-in profiles; the " << o.half
+        << (o.half == "all" ? " cases" : " half") << ", error = predicted / measured - 1.\n\n";
+    if (o.cases) {
+        auto sorted = errors;
+        std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return std::abs(a.error) > std::abs(b.error); });
+        TextTable t({"family", "unit", "group", "case", "measured", "predicted", "error %"});
+        t.overflow(3, Overflow::shorten_middle);
+        for (const auto& e : sorted) {
+            t.add_row({e.c->family, e.c->unit, e.c->group, e.c->label, format_duration(e.c->measured), format_duration(e.predicted),
+                       format_number("%+.1f", 100 * e.error)});
+        }
+        t.print(out);
+        out << "\n";
+    }
+    // groups: each (family, unit, group), then each (family, unit), then each family
+    std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> groups;
+    for (const auto& e : errors) {
+        groups[{e.c->family, e.c->unit, e.c->group}].push_back(e.error);
+        groups[{e.c->family, e.c->unit, "(all)"}].push_back(e.error);
+        groups[{e.c->family, "(all)", "(all)"}].push_back(e.error);
+    }
+    TextTable t({"family", "unit", "group", "cases", "median |error| %", "p90 |error| %", "median error %"});
+    for (const auto& [key, v] : groups) {
+        std::vector<double> a;
+        for (double x : v) a.push_back(std::abs(x));
+        t.add_row({std::get<0>(key), std::get<1>(key), std::get<2>(key), std::to_string(v.size()),
+                   format_number("%.1f", 100 * detail::quantile(a, 0.5)), format_number("%.1f", 100 * detail::quantile(a, 0.9)),
+                   format_number("%+.1f", 100 * detail::quantile(v, 0.5))});
+    }
+    t.print(out);
+}
+
 void run_validate(const ValidateOptions& o, const Context& context) {
     std::ostringstream text;
-    if (o.runs.empty()) {
+    if (!o.kernels.empty() && o.csv) {
+        print_kernel_corpus(o, std::cout);
+        return;
+    }
+    if (!o.kernels.empty()) {
+        print_kernel_corpus(o, text);
+    } else if (o.runs.empty()) {
         run_validate_file(o, context, text);
     } else {
         const auto speed = host_speed(o);
@@ -352,7 +418,38 @@ Command add_validate_command(CLI::App& app) {
                     "Directory of kernel IRs exported from the measured models (roofsim_export), one per model case "
                     "named <case id with / as _>.json: also predict the model cases from them")
         ->check(CLI::ExistingDirectory);
+    auto* kernels = cmd->add_option("--kernels", o->kernels,
+                                    "A kernel corpus folder (tools/validate/kernel_corpus.py; data/validation/kernels/*): its "
+                                    "GEMMs, convolutions and attention calls, measured against predicted")
+                        ->check(CLI::ExistingDirectory);
+    kernels->excludes(measurements)->excludes(runs);
+    cmd->add_option("--half", o->half, "With --kernels: the cases of the test half, the fit half, or all")
+        ->check(CLI::IsMember({"test", "fit", "all"}))
+        ->capture_default_str()
+        ->needs(kernels);
+    cmd->add_flag("--csv", o->csv,
+                  "With --kernels: print CSV, one row per case (kind roofsim-kernel-validation), with the GEMM the kernel "
+                  "model placed (a convolution's implicit GEMM) and its tile, split of K, waves and efficiency")
+        ->needs(kernels);
     return {cmd, [o](const Context& ctx) { run_validate(*o, ctx); }};
+}
+
+Command add_fit_kernels_command(CLI::App& app) {
+    struct Options {
+        std::string kernels, out;
+    };
+    auto o = std::make_shared<Options>();
+    auto* cmd = app.add_subcommand("fit-kernels",
+                                   "Fit the GEMM kernel model's parameters of a GPU's architecture family to the fit half of a "
+                                   "kernel corpus (tools/validate/kernel_corpus.py), and write the kernel-model profile");
+    cmd->add_option("--kernels", o->kernels, "A kernel corpus folder (data/validation/kernels/*)")->required()->check(CLI::ExistingDirectory);
+    cmd->add_option("--out", o->out, "The kernel-model profile to write (data/kernel_models/<chip>.json)")->required();
+    return {cmd, [o](const Context&) {
+                const KernelCorpus corpus = load_kernel_corpus(o->kernels);
+                const KernelModelProfile profile = fit_kernel_model(corpus, std::filesystem::path(o->kernels).filename().string());
+                write_file_atomically(o->out, to_json(profile).dump(1) + "\n");
+                std::cout << "wrote " << o->out << ": the GEMM kernel model of " << profile.chip << ", " << profile.provenance << "\n";
+            }};
 }
 
 }  // namespace roofsim::cli

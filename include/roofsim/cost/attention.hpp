@@ -23,20 +23,38 @@
 
 namespace roofsim {
 
-/// Fused attention: its FLOPs as batched GEMMs of the same size (Q K^T and P V forward; five
-/// GEMMs backward), at the GEMM model's rate.
-[[nodiscard]] inline KernelCost attention_cost(const Kernel& k, const AttentionDims& a, const CostContext& ctx) {
-    // Fused attention works on blocks of 64 query and key rows (FlashAttention-2; cuDNN's H200 kernels
-    // are 64 x 64 and 64 x 128 tiles): a sequence length is padded up to a multiple of 64, and an odd
-    // length costs that padding, not cuBLAS's slow path for unaligned GEMMs.
+namespace detail {
+/// A fused attention as the batched GEMM its thread blocks run (FlashAttention-2 and cuDNN's fused
+/// kernels: one block per 64 or 128 query rows of a head, looping over the key blocks): per head,
+/// m = the query rows, n = the head dimension, k = the key rows (padded to blocks of 64, so an odd
+/// length costs its padding), batch = batch x heads; its FLOPs that GEMM's two times forward (Q K^T and
+/// P V), five times backward. A causal mask skips the key blocks past the diagonal, but each diagonal
+/// block runs whole: of nb x nb blocks of 128, nb (nb + 1) / 2 run.
+[[nodiscard]] inline std::pair<GemmDims, double> attention_gemms(const AttentionDims& a, bool backward) {
     const auto blocks_of_64 = [](std::int64_t n) { return (n + 63) / 64 * 64; };
-    const GemmDims g{blocks_of_64(a.seq_q), blocks_of_64(a.seq_kv), a.head_dim, a.batch * a.heads};
+    const double nb = static_cast<double>((std::max(a.seq_q, a.seq_kv) + 127) / 128);
+    const double share = a.causal ? (nb + 1) / (2 * nb) : 1.0;
+    return {GemmDims{blocks_of_64(a.seq_q), a.head_dim, blocks_of_64(a.seq_kv), a.batch * a.heads, GemmLayout::nn},
+            share * (backward ? 5.0 : 2.0)};
+}
+}  // namespace detail
+
+/// Fused attention: the GEMM model's waves of its tile products (attention_gemms), times the kernel
+/// model's factor of its unit, backend and phase plus its fixed time, or its bytes at DRAM bandwidth;
+/// without a kernel-model entry, the products at the GEMM model's time (the framework profile's sdpa
+/// efficiency then scales it, op_factor).
+[[nodiscard]] inline KernelCost attention_cost(const Kernel& k, const AttentionDims& a, const CostContext& ctx) {
     auto model = ctx.gemm.find(k.unit);
     if (model == ctx.gemm.end()) (void)ctx.ceilings.rate(k.unit);
-    const Seconds one = detail::gemm_model_time(model->second, g) - model->second.fixed_time;
-    const double gemms = (a.causal ? 0.5 : 1.0) * (k.backward_pass ? 5.0 : 2.0);
-    const Seconds compute = model->second.fixed_time + one * gemms;
+    const auto [g, gemms] = detail::attention_gemms(a, k.backward_pass);
+    const GemmChoice one = gemm_choice(model->second, g, detail::gemm_element_bytes(k.unit));
     const Seconds memory = k.bytes() / ctx.ceilings.rate(MemoryLevel::dram);
+    if (const auto it = ctx.attention.find({k.unit, a.backend, k.backward_pass}); it != ctx.attention.end()) {
+        const Seconds compute = one.compute * gemms * it->second.factor;
+        return {it->second.fixed_time + std::max(compute, memory), compute >= memory ? Bound::compute : Bound::dram};
+    }
+    const Seconds fixed = model->second.params.fixed_time;
+    const Seconds compute = fixed + (one.time - fixed) * gemms;
     return compute >= memory ? KernelCost{compute, Bound::compute} : KernelCost{memory, Bound::dram};
 }
 

@@ -3,7 +3,10 @@
 /// datasheet ceilings refined by the profile (measured ceilings, the bandwidth-vs-size curves, the GEMM
 /// model fitted to the cuBLAS sweep with its layout factors, the cuDNN sweep, the launch floor).
 
+#include <roofsim/cost/gemm_model.hpp>
 #include <roofsim/profile/calibration.hpp>
+#include <roofsim/profile/builtin.hpp>
+#include <roofsim/profile/kernel_model.hpp>
 #include <roofsim/gpu.hpp>
 #include <roofsim/ir.hpp>
 #include <roofsim/roofline.hpp>
@@ -28,22 +31,11 @@
 
 namespace roofsim {
 
-/// GEMM time model of one compute unit, t = t0 + F / (R · u_wave(m, n) · k / (k + k0)), with
-/// u_wave the wave-quantization utilization of 128 x 128 output tiles over the SMs. R is the unit's
-/// ceiling; t0 and k0 are fitted to the calibration's cuBLAS sweep (least squares in log time).
-struct GemmModel {
-    FlopsPerSecond rate{0};
-    Seconds fixed_time{0};   ///< t0
-    double k_half = 0;       ///< k0: the depth at which the main loop reaches half efficiency
-    int sm_count = 1;
-    double unaligned_factor = 1;  ///< time multiplier when m, n or k is not a multiple of 8 (fitted)
-    std::string source;           ///< where R, t0, k0 came from
-};
-
-/// Convolution time relative to the GEMM model of its implicit GEMM, per pass: the median ratio of
-/// measured cuDNN time to the GEMM model's time over the calibration's convolution sweep.
+/// Convolution time relative to the GEMM model of its implicit GEMM, per unit, pass and depthwise or
+/// not: the kernel model's fitted parameters (ScaledGemmParams), or without them the median ratio of
+/// measured cuDNN time to the GEMM model's waves over the calibration's convolution sweep.
 struct ConvModel {
-    double factor = 1.0;
+    ScaledGemmParams params;
     std::string source;
 };
 
@@ -124,6 +116,10 @@ struct CostContext {
     std::string gemm_layout_factor_source;
     /// Keyed by (unit, pass, depthwise): depthwise convolutions run other kernels than dense ones.
     std::map<std::tuple<ComputeUnit, ConvPass, bool>, ConvModel> conv;
+    /// Fused attention by (unit, backend, backward), from the kernel model; a kernel without an entry
+    /// takes the framework profile's measured sdpa efficiency (op_factor).
+    std::map<std::tuple<ComputeUnit, AttentionBackend, bool>, ScaledGemmParams> attention;
+    std::string attention_source;
     /// cuDNN times the calibration measured (NCHW, PyTorch's default layout), by shape less the batch:
     /// every batch size the sweep measured for a convolution geometry (N -> its measured point, with
     /// the implicit GEMM's model time in `gemm` at N).
@@ -151,26 +147,26 @@ struct CostContext {
 
 namespace detail {
 
-/// cuBLAS picks its fastest (tensor-core, vectorized) kernels only for dimensions that are
-/// multiples of 8 elements (16-byte aligned rows for 16-bit types).
-[[nodiscard]] inline bool is_aligned(const GemmDims& d) { return d.m % 8 == 0 && d.n % 8 == 0 && d.k % 8 == 0; }
+/// The bytes of one element of a GEMM on `unit` (16-bit tensor units 2, fp8 and int8 1, else 4).
+[[nodiscard]] constexpr int gemm_element_bytes(ComputeUnit unit) {
+    switch (unit) {
+        case ComputeUnit::fp16_tensor:
+        case ComputeUnit::fp16_fp16acc_tensor:
+        case ComputeUnit::bf16_tensor:
+        case ComputeUnit::fp16:
+        case ComputeUnit::bf16: return 2;
+        case ComputeUnit::fp8_tensor:
+        case ComputeUnit::int8_tensor: return 1;
+        default: return 4;
+    }
+}
 
-/// The GEMM model: t = t0 + F / (R e), e = u k / (k + k0), where u = tiles / (waves SMs) is the share
-/// of SM slots busy when the output's 128 x 128 tiles run in waves (wave quantization; 1 without
-/// tiles); written as t0 + F (waves SMs) (k + k0) / (R tiles k), two divisions where the plain form
-/// has four (the model runs for every GEMM and every measured neighbour of one); times the unaligned
-/// factor.
-[[nodiscard]] inline Seconds gemm_model_time(const GemmModel& g, const GemmDims& d) {
-    const auto tiles_along = [](std::int64_t x) { return x > 0 ? (x + 127) / 128 : 0; };  // ceil(x / 128)
-    const double tiles = static_cast<double>(tiles_along(d.m)) * static_cast<double>(tiles_along(d.n)) *
-                         static_cast<double>(d.batch);
-    const double k = static_cast<double>(d.k);
-    const double sm_count = static_cast<double>(g.sm_count);
-    const double waves = std::ceil(tiles / sm_count);
-    const double work = gemm_flops(d).value() * (k + g.k_half);
-    const double rate = g.rate.value() * k;
-    const Seconds t = g.fixed_time + Seconds(waves > 0 ? work * (waves * sm_count) / (rate * tiles) : work / rate);
-    return is_aligned(d) ? t : t * g.unaligned_factor;
+/// Whether a GEMM's rows allow 16-byte vectors on `unit` (gemm_choice's alignment class).
+[[nodiscard]] inline bool is_aligned(ComputeUnit unit, const GemmDims& d) { return vector_aligned(d, gemm_element_bytes(unit)); }
+
+/// The GEMM model's time of `d` (gemm_choice).
+[[nodiscard]] inline Seconds gemm_model_time(const GemmModel& g, const GemmDims& d, ComputeUnit unit) {
+    return gemm_choice(g, d, gemm_element_bytes(unit)).time;
 }
 
 /// Bandwidth at a working set, interpolated in log-log between curve points; the end values beyond.
@@ -186,34 +182,12 @@ namespace detail {
     return BytesPerSecond(std::exp(std::log(lo->bytes_per_second) * (1 - t) + std::log(hi->bytes_per_second) * t));
 }
 
-/// Fits t0 and k0 of a GEMM model to measured (dims, seconds) pairs by a grid search that
-/// minimizes the squared log error; returns the model with the smallest error.
-[[nodiscard]] inline GemmModel fit_gemm_model(FlopsPerSecond rate, int sm_count,
-                                              const std::vector<std::pair<GemmDims, double>>& measured) {
-    GemmModel best{rate, Seconds(0), 0, sm_count, 1, {}};
-    double best_error = 1e300;
-    for (double t0_us = 0.5; t0_us <= 40; t0_us *= 1.08) {
-        for (double k0 = 0; k0 <= 2048; k0 = k0 < 4 ? k0 + 4 : k0 * 1.15) {
-            GemmModel g{rate, Seconds(t0_us * 1e-6), k0, sm_count, 1, {}};
-            double error = 0;
-            for (const auto& [d, seconds] : measured) {
-                if (!is_aligned(d)) continue;
-                const double e = std::log(gemm_model_time(g, d).value() / seconds);
-                error += e * e;
-            }
-            if (error < best_error) { best_error = error; best = g; }
-        }
-    }
-    // Unaligned shapes: the median ratio of measured to aligned-model time.
-    std::vector<double> ratios;
-    for (const auto& [d, seconds] : measured) {
-        if (!is_aligned(d)) ratios.push_back(seconds / gemm_model_time(best, d).value());
-    }
-    if (!ratios.empty()) {
-        std::sort(ratios.begin(), ratios.end());
-        best.unaligned_factor = std::max(1.0, ratios[ratios.size() / 2]);
-    }
-    return best;
+/// The bytes a convolution pass reads and writes, each tensor once: forward x, w -> y; backward-data
+/// dy, w -> dx; backward-filter dy, x -> dw.
+[[nodiscard]] inline Bytes conv_tensor_bytes(const ConvDims& d, int element_bytes) {
+    const double x = static_cast<double>(d.n * d.c * d.h * d.w), y = static_cast<double>(d.n * d.k * d.p() * d.q());
+    const double w = static_cast<double>(d.k * (d.c / std::max<std::int64_t>(1, d.groups)) * d.r * d.s);
+    return Bytes((x + y + w) * element_bytes);
 }
 
 [[nodiscard]] inline GemmDims implicit_gemm(const ConvDims& c) {
@@ -226,6 +200,15 @@ namespace detail {
         case ConvPass::backward_filter: return {c.k / c.groups, crs, npq, c.groups};
     }
     return {};
+}
+
+/// The convolution model: t0 + max(f x the waves of its implicit GEMM (gemm_choice), its tensors'
+/// `bytes` at DRAM bandwidth), with the pass's parameters `m` (ConvModel).
+[[nodiscard]] inline Seconds conv_model_time(const GemmModel& g, const ScaledGemmParams& m, const ConvDims& d, ComputeUnit unit,
+                                             Bytes bytes) {
+    const GemmChoice c = gemm_choice(g, implicit_gemm(d), gemm_element_bytes(unit));
+    const Seconds memory = g.dram.value() > 0 ? bytes / g.dram : Seconds(0);
+    return m.fixed_time + std::max(c.compute * m.factor, memory);
 }
 
 }  // namespace detail
@@ -294,24 +277,45 @@ inline constexpr std::int64_t gemm_layout_sensitive_dim = 256;
 }
 }  // namespace detail
 
-/// The cost context of a GPU from its datasheet alone: roofline ceilings, GEMMs at the peak rate.
-[[nodiscard]] inline CostContext make_cost_context(const GpuSpec& spec, const Calibration* calibration = nullptr) {
+/// The cost context of a GPU: its datasheet's ceilings, refined by its calibration where given; the
+/// GEMM kernel model of each unit with the parameters of the GPU's architecture family from `kernels`
+/// (a kernel-model profile of its chip; without one, every efficiency 1 and no fixed times).
+[[nodiscard]] inline CostContext make_cost_context(const GpuSpec& spec, const Calibration* calibration,
+                                                   const KernelModelProfile* kernels) {
     CostContext ctx;
     ctx.sm_count = spec.sm_count.value;
     ctx.ceilings = calibration ? ceilings_from_calibration(*calibration, spec) : ceilings_from_spec(spec);
+    if (calibration && calibration->device.sm_count > 0) ctx.sm_count = calibration->device.sm_count;
+    const BytesPerSecond dram = ctx.ceilings.rate(MemoryLevel::dram);
+    if (kernels && kernels->chip != spec.chip.value) {
+        throw std::runtime_error("kernel model of " + kernels->chip + " given for " + spec.name + " (" + spec.chip.value + ")");
+    }
     for (const auto& [unit, ceiling] : ctx.ceilings.compute) {
-        ctx.gemm[unit] = GemmModel{ceiling.value, Seconds(0), 0, ctx.sm_count, 1, ceiling.source};
+        GemmModel g{ceiling.value, ctx.sm_count, dram, GemmKernelParams{}, ceiling.source};
+        if (kernels) {
+            if (const auto it = kernels->gemm.find(unit); it != kernels->gemm.end()) {
+                g.params = it->second;
+                g.source += "; GEMM kernel model of " + kernels->chip + ": " + kernels->provenance;
+            }
+        }
+        ctx.gemm[unit] = g;
+    }
+    if (kernels) {
+        for (const auto& [key, params] : kernels->conv) {
+            if (ctx.gemm.count(std::get<0>(key)) != 0) ctx.conv[key] = ConvModel{params, "kernel model of " + kernels->chip + ": " + kernels->provenance};
+        }
+        ctx.attention = kernels->attention;
+        if (!ctx.attention.empty()) ctx.attention_source = "kernel model of " + kernels->chip + ": " + kernels->provenance;
     }
     if (!calibration) return ctx;
 
     const Calibration& cal = *calibration;
-    if (cal.device.sm_count > 0) ctx.sm_count = cal.device.sm_count;
     const std::string measured = provenance(cal);
-    // GEMM: the layout factors per unit; then fit t0 and k0 per unit to the cuBLAS sweep's times as nn
-    // (each over its layout's factor), against the unit's library ceiling.
+    // GEMM: the layout factors per unit, and the measured times by shape and along one dimension.
     std::map<ComputeUnit, std::vector<std::pair<GemmDims, double>>> sweep;
     for (const auto& r : cal.gemm_sweep) {
-        GemmDims d{r.m, r.n, r.k, r.batch};
+        // cuBLAS's column-major C (m x n) is the row-major product's (n x m): its rows are m long
+        GemmDims d{r.n, r.m, r.k, r.batch};
         d.layout = gemm_layout_from_cublas(r.layout).value_or(GemmLayout::unknown);
         sweep[r.unit].push_back({d, r.seconds.median});
     }
@@ -331,12 +335,6 @@ inline constexpr std::int64_t gemm_layout_sensitive_dim = 256;
     if (!ctx.gemm_layout_factor.empty()) {
         ctx.gemm_layout_factor_source = measured + " (cuBLAS sweep: each layout's time over nn's, pairs of equal work)";
     }
-    for (auto& [unit, points] : sweep) {
-        if (!ctx.ceilings.has(unit) || points.size() < 4) continue;
-        GemmModel g = detail::fit_gemm_model(ctx.ceilings.rate(unit), ctx.sm_count, points);
-        g.source = measured + " (cuBLAS sweep of " + std::to_string(points.size()) + " shapes, fitted t0 and k0)";
-        ctx.gemm[unit] = g;
-    }
     std::map<std::tuple<ComputeUnit, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, std::vector<double>> by_shape;
     for (const auto& [unit, points] : sweep) {
         for (const auto& [d, seconds] : points) by_shape[detail::gemm_key(unit, d)].push_back(seconds);
@@ -349,7 +347,7 @@ inline constexpr std::int64_t gemm_layout_sensitive_dim = 256;
         const auto model = ctx.gemm.find(unit);
         if (model == ctx.gemm.end()) continue;  // a unit the GPU lacks: no GEMM of it is costed
         // the shape's model time, the same in each table (the model is symmetric in m and n)
-        const Seconds model_t = detail::gemm_model_time(model->second, GemmDims{lo, hi, k, batch});
+        const Seconds model_t = detail::gemm_model_time(model->second, GemmDims{lo, hi, k, batch}, unit);
         ctx.gemm_measured_along_mn[{unit, lo, k, batch}][hi] = detail::measured_point(hi, t, model_t);
         ctx.gemm_measured_along_mn[{unit, hi, k, batch}][lo] = detail::measured_point(lo, t, model_t);
         ctx.gemm_measured_along_k[{unit, lo, hi, batch}][k] = detail::measured_point(k, t, model_t);
@@ -376,10 +374,11 @@ inline constexpr std::int64_t gemm_layout_sensitive_dim = 256;
             records.back().unit = ComputeUnit::fp16_tensor;
         }
     }
-    std::map<std::tuple<ComputeUnit, ConvPass, bool>, std::vector<double>> ratios;
+    // the records as convolutions of the IR
+    std::vector<std::pair<ComputeUnit, ConvDims>> convs;
+    std::vector<double> seconds;
     for (const auto& r : records) {
-        auto g = ctx.gemm.find(r.unit);
-        if (g == ctx.gemm.end() || r.layout != "NCHW") continue;
+        if (ctx.gemm.count(r.unit) == 0 || r.layout != "NCHW") continue;
         ConvDims d;
         d.pass = r.pass;
         d.n = r.n; d.c = r.c; d.h = r.h; d.w = r.w; d.k = r.k; d.r = r.r; d.s = r.s;
@@ -390,14 +389,29 @@ inline constexpr std::int64_t gemm_layout_sensitive_dim = 256;
         d.pad_h = r.pad_along_h();
         d.dilation_h = r.dilation_along_h();
         d.groups = r.groups;
-        const bool depthwise = r.groups > 1 && r.groups == r.c;
-        const Seconds model_t = detail::gemm_model_time(g->second, detail::implicit_gemm(d));
-        ratios[{r.unit, r.pass, depthwise}].push_back(r.seconds.median / model_t.value());
-        ctx.conv_measured_by_batch[detail::conv_geometry_key(r.unit, d)][d.n] = detail::measured_point(d.n, Seconds(r.seconds.median), model_t);
+        convs.push_back({r.unit, d});
+        seconds.push_back(r.seconds.median);
+    }
+    // The pass parameters: the kernel model's where it has them, else the sweep's median ratio of
+    // measured time to the implicit GEMM's waves.
+    std::map<std::tuple<ComputeUnit, ConvPass, bool>, std::vector<double>> ratios;
+    for (std::size_t i = 0; i < convs.size(); ++i) {
+        const auto& [unit, d] = convs[i];
+        const GemmChoice c = gemm_choice(ctx.gemm.at(unit), detail::implicit_gemm(d), detail::gemm_element_bytes(unit));
+        ratios[{unit, d.pass, d.groups > 1 && d.groups == d.c}].push_back(seconds[i] / c.compute.value());
     }
     for (auto& [key, v] : ratios) {
         std::sort(v.begin(), v.end());
-        ctx.conv[key] = ConvModel{v[v.size() / 2], measured + " (cuDNN sweep, median of " + std::to_string(v.size()) + " shapes)"};
+        ctx.conv.emplace(key, ConvModel{ScaledGemmParams{v[v.size() / 2], Seconds(0)},
+                                        measured + " (cuDNN sweep, median of " + std::to_string(v.size()) + " shapes)"});
+    }
+    for (std::size_t i = 0; i < convs.size(); ++i) {
+        const auto& [unit, d] = convs[i];
+        const auto m = ctx.conv.find({unit, d.pass, d.groups > 1 && d.groups == d.c});
+        const ScaledGemmParams params = m == ctx.conv.end() ? ScaledGemmParams{} : m->second.params;
+        const Seconds model_t = detail::conv_model_time(ctx.gemm.at(unit), params, d, unit,
+                                                        detail::conv_tensor_bytes(d, detail::gemm_element_bytes(unit)));
+        ctx.conv_measured_by_batch[detail::conv_geometry_key(unit, d)][d.n] = detail::measured_point(d.n, Seconds(seconds[i]), model_t);
     }
     if (auto it = cal.bandwidth_curve.find(AccessPattern::copy); it != cal.bandwidth_curve.end()) ctx.copy_curve = it->second;
     if (auto it = cal.bandwidth_curve.find(AccessPattern::read); it != cal.bandwidth_curve.end()) ctx.read_curve = it->second;
@@ -406,6 +420,11 @@ inline constexpr std::int64_t gemm_layout_sensitive_dim = 256;
         ctx.kernel_floor_source = ctx.ceilings.launch_latency->source;
     }
     return ctx;
+}
+
+/// The cost context of a GPU with the built-in kernel model of its architecture family, if any.
+[[nodiscard]] inline CostContext make_cost_context(const GpuSpec& spec, const Calibration* calibration = nullptr) {
+    return make_cost_context(spec, calibration, find_builtin_kernel_model(spec.chip.value));
 }
 
 /// The time of one kernel and which limit set it.

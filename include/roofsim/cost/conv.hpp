@@ -24,30 +24,31 @@
 
 namespace roofsim {
 
-/// Convolution: the implicit GEMM's model time times the measured cuDNN/GEMM ratio of its pass;
-/// depthwise and other thin-channel convolutions are bounded by their bytes.
+/// Convolution: the convolution model of its pass (conv_model_time: the implicit GEMM's waves times
+/// the pass's factor, or its tensors' bytes, plus the pass's fixed time); where the calibration's cuDNN
+/// sweep timed the same geometry at other batch sizes, the measured times scaled by the model's ratio.
 [[nodiscard]] inline KernelCost conv_cost(const Kernel& k, const ConvDims& d, const CostContext& ctx) {
+    const auto model = ctx.gemm.find(k.unit);
+    if (model == ctx.gemm.end()) (void)ctx.ceilings.rate(k.unit);  // throws, naming the GPU and unit
+    const bool depthwise = d.groups > 1 && d.groups == d.c;
+    const auto pass = ctx.conv.find({k.unit, d.pass, depthwise});
+    const ScaledGemmParams params = pass == ctx.conv.end() ? ScaledGemmParams{1, model->second.params.fixed_time} : pass->second.params;
+    const Seconds memory = k.bytes() / ctx.ceilings.rate(MemoryLevel::dram);
     // The sweep timed this geometry at other batch sizes: the measured times at the batches that
-    // bracket N, each scaled by the implicit GEMM model's time ratio, t(N) = t(N0) model(N) / model(N0)
-    // (the work and its wave quantization change with N, the algorithm's efficiency on the geometry
-    // is kept), interpolated in log time over log N (from_measured_neighbours).
+    // bracket N, each scaled by the model's time ratio, t(N) = t(N0) model(N) / model(N0) (the work and
+    // its wave quantization change with N, the algorithm's efficiency on the geometry is kept),
+    // interpolated in log time over log N (from_measured_neighbours).
     if (auto it = ctx.conv_measured_by_batch.find(detail::conv_geometry_key(k.unit, d)); it != ctx.conv_measured_by_batch.end()) {
         if (auto same = it->second.find(d.n); same != it->second.end()) {
             return {same->second.seconds, Bound::compute};  // the calibration timed this very shape
         }
-        if (auto model = ctx.gemm.find(k.unit); model != ctx.gemm.end()) {
-            const Seconds model_n = detail::gemm_model_time(model->second, detail::implicit_gemm(d));
-            if (auto e = detail::from_measured_neighbours(it->second, d.n, model_n, true, [](std::int64_t) { return true; })) {
-                return {e->time, Bound::compute};
-            }
+        const Seconds model_n = detail::conv_model_time(model->second, params, d, k.unit, detail::conv_tensor_bytes(d, detail::gemm_element_bytes(k.unit)));
+        if (auto e = detail::from_measured_neighbours(it->second, d.n, model_n, true, [](std::int64_t) { return true; })) {
+            return {e->time, Bound::compute};
         }
     }
-    KernelCost c = gemm_cost(k, detail::implicit_gemm(d), ctx);
-    const bool depthwise = d.groups > 1 && d.groups == d.c;
-    if (auto it = ctx.conv.find({k.unit, d.pass, depthwise}); it != ctx.conv.end()) c.time *= it->second.factor;
-    const Seconds memory = k.bytes() / ctx.ceilings.rate(MemoryLevel::dram);
-    if (memory > c.time) c = {memory, Bound::dram};
-    return c;
+    const Seconds t = detail::conv_model_time(model->second, params, d, k.unit, k.bytes());
+    return {t, params.fixed_time + memory >= t ? Bound::dram : Bound::compute};
 }
 
 }  // namespace roofsim

@@ -1,6 +1,6 @@
 #pragma once
-/// GEMM cost: the calibration's cuBLAS times at this shape or its measured neighbours, else the
-/// fitted GEMM model, t = t0 + F / (R u_wave k / (k + k0)), times the operand layout's factor.
+/// GEMM cost: the calibration's cuBLAS times at this shape or its measured neighbours, else the GEMM
+/// kernel model (gemm_model.hpp: tile, split of K, waves, alignment), times the operand layout's factor.
 
 #include <roofsim/cost/context.hpp>
 
@@ -37,8 +37,9 @@ struct NeighbourEstimate {
 /// log time over log x between the two that bracket x, or the nearest one within a factor of 4 of x;
 /// `model_x` is the model's time at x, and each point holds its own over the model's at its x
 /// (MeasuredPoint), so that the interpolation t_lo^(1-w) t_hi^w, w = log(x / x_lo) / log(x_hi / x_lo),
-/// is model(x) exp((1-w) log r_lo + w log r_hi) with r = t(x0) / model(x0). Neighbours whose alignment
-/// class (`aligned_at`) differs from the shape's are skipped. Nothing when no neighbour qualifies.
+/// is model(x) exp((1-w) log r_lo + w log r_hi) with r = t(x0) / model(x0); beyond the measured points,
+/// the nearest one's r fading to 1 at a factor of 4 from it. Neighbours whose alignment class
+/// (`aligned_at`) differs from the shape's are skipped. Nothing when no neighbour qualifies.
 template <class AlignedAt>
 [[nodiscard]] std::optional<NeighbourEstimate> from_measured_neighbours(const std::map<std::int64_t, MeasuredPoint>& measured,
                                                                         std::int64_t x, Seconds model_x, bool aligned_x,
@@ -60,7 +61,10 @@ template <class AlignedAt>
     const double x0 = static_cast<double>(nearest->first);
     const double reach = std::max(xd / x0, x0 / xd);
     if (reach > 4.0) return std::nullopt;
-    return NeighbourEstimate{model_x * nearest->second.over_model, reach};
+    // the neighbour's correction of the model fades with its distance, r^(1 - log reach / log 4): whole
+    // at the neighbour, none at a factor of 4 from it, so that the estimate meets the model there
+    const double weight = 1 - std::log(reach) / std::log(4.0);
+    return NeighbourEstimate{model_x * std::exp(weight * nearest->second.log_over_model), reach};
 }
 
 /// A GEMM's time from the cuBLAS sweep: the measured time of its exact shape, or of the sweep's
@@ -70,13 +74,13 @@ template <class AlignedAt>
 [[nodiscard]] inline std::optional<Seconds> gemm_measured_time(const CostContext& ctx, ComputeUnit unit, const GemmDims& d,
                                                               Seconds model_d) {
     if (auto it = ctx.gemm_measured.find(gemm_key(unit, d)); it != ctx.gemm_measured.end()) return it->second;
-    const bool aligned = is_aligned(d);
+    const bool aligned = is_aligned(unit, d);
     std::optional<NeighbourEstimate> best;
     const auto along = [&](const auto& table, const auto& key, std::int64_t x, auto with) {
         if (best && best->reach == 1.0) return;  // bracketed already: nothing reaches less far
         auto it = table.find(key);
         if (it == table.end()) return;
-        auto e = from_measured_neighbours(it->second, x, model_d, aligned, [&](std::int64_t v) { return is_aligned(with(v)); });
+        auto e = from_measured_neighbours(it->second, x, model_d, aligned, [&](std::int64_t v) { return is_aligned(unit, with(v)); });
         if (e && (!best || e->reach < best->reach)) best = e;
     };
     const auto lo = std::min(d.m, d.n), hi = std::max(d.m, d.n);
@@ -108,14 +112,17 @@ template <class AlignedAt>
 }
 
 /// A GEMM's time in its layout over its time with both operands as stored (CostContext::gemm_layout_factor);
-/// 1 below gemm_layout_sensitive_dim.
+/// 1 below gemm_layout_sensitive_dim, and for GEMMs outside the 16-byte alignment class (the sweep's
+/// pairs are aligned; the unaligned kernels read their operands otherwise).
 [[nodiscard]] inline double gemm_layout_factor(const CostContext& ctx, ComputeUnit unit, const GemmDims& d) {
     const auto it = ctx.gemm_layout_factor.find(unit);
-    return it == ctx.gemm_layout_factor.end() || !detail::gemm_layout_sensitive(d) ? 1.0 : it->second[static_cast<std::size_t>(d.layout)];
+    return it == ctx.gemm_layout_factor.end() || !detail::gemm_layout_sensitive(d) || !detail::is_aligned(unit, d)
+               ? 1.0
+               : it->second[static_cast<std::size_t>(d.layout)];
 }
 
 /// GEMM: the cuBLAS sweep's time of its shape in its layout; else of its shape or of its neighbours in
-/// one dimension, else the fitted wave/depth model, times its layout's factor; never faster than its
+/// one dimension, else the GEMM kernel model, times its layout's factor; never faster than its
 /// DRAM traffic at the copy bandwidth.
 [[nodiscard]] inline KernelCost gemm_cost(const Kernel& k, const GemmDims& d, const CostContext& ctx) {
     auto model = ctx.gemm.find(k.unit);
@@ -124,7 +131,7 @@ template <class AlignedAt>
     if (auto same = ctx.gemm_measured_in_layout.find(detail::gemm_layout_key(k.unit, d)); same != ctx.gemm_measured_in_layout.end()) {
         compute = same->second;  // the sweep timed this very GEMM
     } else {
-        const Seconds model_d = detail::gemm_model_time(model->second, d);
+        const Seconds model_d = detail::gemm_model_time(model->second, d, k.unit);
         const auto measured = detail::gemm_measured_time(ctx, k.unit, d, model_d);
         compute = (measured ? *measured : model_d) * gemm_layout_factor(ctx, k.unit, d);
     }

@@ -105,6 +105,11 @@ namespace roofsim {
 [[nodiscard]] inline bool takes_op_factor(const Kernel& k, const CostContext& ctx) {
     if (ctx.op_factor.empty() || k.kind == KernelKind::gemm) return false;
     if (k.kind == KernelKind::conv) return is_depthwise_conv(k);
+    // a fused attention kernel the kernel model prices (CostContext::attention) takes no sdpa efficiency
+    if (const auto* a = std::get_if<AttentionDims>(&k.dims); a && k.kind == KernelKind::attention &&
+                                                              ctx.attention.count({k.unit, a->backend, k.backward_pass}) != 0) {
+        return false;
+    }
     return !k.source_op.empty() || is_cast(k) || is_column_sum(k) || is_mixed_elementwise(k) || is_strided_elementwise(k) ||
            is_gradient_sum(k);
 }

@@ -72,17 +72,21 @@ inline void Lowerer::attention_kernels(const Layer& l, AttentionDims a, DType dt
         plain(Phase::backward, "aten::mul", elementwise, dt, k_elements, k_elements, "mul");
         return;
     }
+    // The fused kernels of float32 inputs (the memory-efficient backend's) run on the CUDA cores
+    // whatever the TF32 flags: PyTorch's kernel does not read them (H200 kernel corpus of 2026-12-04:
+    // fp32 and tf32 times within 1 % of each other).
+    const ComputeUnit unit = tensor_unit_for(dt, ComputeUnit::fp32);
     const std::string_view name = a.backend == AttentionBackend::flash   ? "aten::_scaled_dot_product_flash_attention"
                                   : a.backend == AttentionBackend::cudnn ? "aten::_scaled_dot_product_cudnn_attention"
                                                                          : "aten::_scaled_dot_product_efficient_attention";
     Kernel& f = kernel(l, Phase::forward, name, KernelKind::attention, dt, qkv, o,
-                       attention_flops(a, false).value(), matmul_unit(dt));
+                       attention_flops(a, false).value(), unit);
     f.bytes_written += tensor_bytes(rows, DType::f32);  // log-sum-exp per row
     f.dims = a;
     // backward: a preprocessing pass (rowsum(dO * O)) and the fused backward kernel.
     kernel(l, Phase::backward, joined_name(name, "_backward"), KernelKind::reduction, dt, 2 * o, 0);
     Kernel& b = kernel(l, Phase::backward, joined_name(name, "_backward"), KernelKind::attention, dt, qkv + 2 * o, qkv,
-                       attention_flops(a, true).value(), matmul_unit(dt));
+                       attention_flops(a, true).value(), unit);
     b.dims = a;
     b.backward_pass = true;
 }

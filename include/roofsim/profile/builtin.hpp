@@ -6,6 +6,7 @@
 
 #include <roofsim/profile/calibration_json.hpp>
 #include <roofsim/profile/framework.hpp>
+#include <roofsim/profile/kernel_model.hpp>
 #include <roofsim/detail/json_file.hpp>
 
 #include <algorithm>
@@ -91,6 +92,32 @@ inline void set_builtin_data_dir(std::filesystem::path dir) { detail::builtin_da
 [[nodiscard]] inline const FrameworkProfile* find_builtin_framework_profile(std::string_view gpu_key) {
     for (const auto& f : builtin_framework_profiles()) {
         if (f.gpu_key == gpu_key) return &f;
+    }
+    return nullptr;
+}
+
+/// Every built-in kernel-model profile (data/kernel_models/*.json), parsed once; none where no folder
+/// of built-in profiles is known or it has no kernel_models/.
+[[nodiscard]] inline const std::vector<KernelModelProfile>& builtin_kernel_models() {
+    static const std::vector<KernelModelProfile> profiles = [] {
+        std::vector<KernelModelProfile> out;
+        std::filesystem::path dir;
+        try {
+            dir = builtin_data_dir() / "kernel_models";
+        } catch (const std::runtime_error&) {
+            return out;
+        }
+        if (!std::filesystem::is_directory(dir)) return out;
+        for (const auto& path : detail::json_files_in(dir)) out.push_back(load_kernel_model(path));
+        return out;
+    }();
+    return profiles;
+}
+
+/// The built-in kernel model of an architecture family (a GPU's chip, "GH100"), or nullptr.
+[[nodiscard]] inline const KernelModelProfile* find_builtin_kernel_model(std::string_view chip) {
+    for (const auto& k : builtin_kernel_models()) {
+        if (k.chip == chip) return &k;
     }
     return nullptr;
 }

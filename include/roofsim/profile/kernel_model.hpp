@@ -1,0 +1,119 @@
+#pragma once
+/// A kernel-model profile: the GEMM kernel model's parameters of one architecture family (chip: GH100,
+/// GA100, GA102, AD102), per compute unit, with where they came from (data/kernel_models/*.json,
+/// docs/calibration-format.md). `roofsim fit-kernels` writes one from the fit half of a kernel corpus
+/// (tools/validate/kernel_corpus.py) timed on a GPU of the family.
+
+#include <roofsim/compute_unit.hpp>
+#include <roofsim/cost/gemm_model.hpp>
+#include <roofsim/detail/json_file.hpp>
+#include <roofsim/detail/json_read.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+namespace roofsim {
+
+struct KernelModelProfile {
+    std::string chip;        ///< the architecture family, as data/gpus/*.json names its chip ("GH100")
+    std::string provenance;  ///< what the parameters were fitted to, and how
+    std::map<ComputeUnit, GemmKernelParams> gemm;
+    /// By (unit, pass, depthwise).
+    std::map<std::tuple<ComputeUnit, ConvPass, bool>, ScaledGemmParams> conv;
+    /// Fused attention, by (unit, backend, backward).
+    std::map<std::tuple<ComputeUnit, AttentionBackend, bool>, ScaledGemmParams> attention;
+};
+
+inline constexpr int kernel_model_schema_version = 1;
+
+[[nodiscard]] inline nlohmann::json to_json(const KernelModelProfile& p) {
+    nlohmann::json units = nlohmann::json::object();
+    for (const auto& [unit, g] : p.gemm) {
+        units[std::string(to_string(unit))] = {{"aligned_efficiency", g.aligned_efficiency},
+                                               {"unaligned_efficiency", g.unaligned_efficiency},
+                                               {"saturating_intensity", g.saturating_intensity},
+                                               {"k_half", g.k_half},
+                                               {"min_split_depth", g.min_split_depth},
+                                               {"fixed_seconds", g.fixed_time.value()},
+                                               {"split_seconds", g.split_time.value()}};
+    }
+    nlohmann::json conv = nlohmann::json::array();
+    for (const auto& [key, c] : p.conv) {
+        const auto& [unit, pass, depthwise] = key;
+        conv.push_back({{"unit", std::string(to_string(unit))}, {"pass", std::string(to_string(pass))}, {"depthwise", depthwise},
+                        {"factor", c.factor}, {"fixed_seconds", c.fixed_time.value()}});
+    }
+    nlohmann::json attention = nlohmann::json::array();
+    for (const auto& [key, a] : p.attention) {
+        const auto& [unit, backend, backward] = key;
+        attention.push_back({{"unit", std::string(to_string(unit))}, {"backend", std::string(to_string(backend))},
+                             {"phase", backward ? "backward" : "forward"}, {"factor", a.factor}, {"fixed_seconds", a.fixed_time.value()}});
+    }
+    return {{"kind", "roofsim-kernel-model"}, {"schema_version", kernel_model_schema_version}, {"chip", p.chip},
+            {"provenance", p.provenance}, {"gemm", units}, {"conv", conv}, {"attention", attention}};
+}
+
+/// Reads a kernel-model profile; errors name the file and the JSON path.
+[[nodiscard]] inline KernelModelProfile kernel_model_from_json(const nlohmann::json& j, const std::string& origin) {
+    const detail::JsonCursor root(j, origin, "");
+    if (root.at("kind").string() != "roofsim-kernel-model") root.at("kind").fail("expected roofsim-kernel-model");
+    if (root.at("schema_version").integer() != kernel_model_schema_version) {
+        root.at("schema_version").fail("expected " + std::to_string(kernel_model_schema_version));
+    }
+    KernelModelProfile p;
+    p.chip = root.at("chip").string();
+    p.provenance = root.at("provenance").string();
+    const detail::JsonCursor units = root.at("gemm");
+    for (const auto& [key, value] : units.object().items()) {
+        const detail::JsonCursor u = units.at(key);
+        const auto unit = compute_unit_from_key(key);
+        if (!unit) u.fail("not a compute unit");
+        GemmKernelParams g;
+        g.aligned_efficiency = u.at("aligned_efficiency").positive();
+        g.unaligned_efficiency = u.at("unaligned_efficiency").positive();
+        g.saturating_intensity = u.at("saturating_intensity").positive();
+        g.k_half = u.at("k_half").non_negative();
+        g.min_split_depth = u.at("min_split_depth").positive();
+        g.fixed_time = Seconds(u.at("fixed_seconds").non_negative());
+        g.split_time = Seconds(u.at("split_seconds").non_negative());
+        p.gemm[*unit] = g;
+    }
+    // "conv" and "attention" are optional: a family's profile may price only GEMMs
+    const nlohmann::json none = nlohmann::json::array();
+    const detail::JsonCursor conv = root.has("conv") ? root.at("conv") : detail::JsonCursor(none, origin, "/conv");
+    for (std::size_t i = 0; i < conv.array_size(); ++i) {
+        const detail::JsonCursor c = conv.at(i);
+        const auto unit = compute_unit_from_key(c.at("unit").string());
+        if (!unit) c.at("unit").fail("not a compute unit");
+        const auto pass = conv_pass_from_key(c.at("pass").string());
+        if (!pass) c.at("pass").fail("expected forward, backward-data or backward-filter");
+        const auto key = std::tuple{*unit, *pass, c.at("depthwise").boolean()};
+        if (p.conv.count(key) != 0) c.fail("a second entry of this unit, pass and depthwise");
+        p.conv[key] = ScaledGemmParams{c.at("factor").positive(), Seconds(c.at("fixed_seconds").non_negative())};
+    }
+    const detail::JsonCursor attention = root.has("attention") ? root.at("attention") : detail::JsonCursor(none, origin, "/attention");
+    for (std::size_t i = 0; i < attention.array_size(); ++i) {
+        const detail::JsonCursor a = attention.at(i);
+        const auto unit = compute_unit_from_key(a.at("unit").string());
+        if (!unit) a.at("unit").fail("not a compute unit");
+        const auto backend = attention_backend_from_key(a.at("backend").string());
+        if (!backend) a.at("backend").fail("expected flash, efficient, math or cudnn");
+        const std::string phase = a.at("phase").string();
+        if (phase != "forward" && phase != "backward") a.at("phase").fail("expected forward or backward");
+        const auto key = std::tuple{*unit, *backend, phase == "backward"};
+        if (p.attention.count(key) != 0) a.fail("a second entry of this unit, backend and phase");
+        p.attention[key] = ScaledGemmParams{a.at("factor").positive(), Seconds(a.at("fixed_seconds").non_negative())};
+    }
+    return p;
+}
+
+[[nodiscard]] inline KernelModelProfile load_kernel_model(const std::filesystem::path& path) {
+    return kernel_model_from_json(detail::read_json_file(path), path.string());
+}
+
+}  // namespace roofsim

@@ -1,0 +1,197 @@
+#pragma once
+/// Fits the GEMM kernel model's parameters (gemm_model.hpp) of each compute unit to the fit half of a
+/// kernel corpus: least squares in log time, by coordinate search over each parameter's grid, three
+/// rounds. The test half is never read.
+
+#include <validate/kernel_corpus.hpp>
+
+#include <array>
+#include <cmath>
+#include <map>
+#include <tuple>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace roofsim {
+
+namespace detail {
+
+/// The sum of squared log errors of `params` over one unit's fit-half GEMMs (the model's time times the
+/// operand layout's factor of `ctx`, against the measured time).
+inline double gemm_fit_error(const GemmModel& base, const GemmKernelParams& params, ComputeUnit unit,
+                             const std::vector<std::pair<GemmDims, double>>& cases, const CostContext& ctx) {
+    GemmModel g = base;
+    g.params = params;
+    double sum = 0;
+    for (const auto& [d, seconds] : cases) {
+        const double t = gemm_model_time(g, d, unit).value() * gemm_layout_factor(ctx, unit, d);
+        const double e = std::log(t / seconds);
+        sum += e * e;
+    }
+    return sum;
+}
+
+}  // namespace detail
+
+/// The kernel-model profile fitted to the fit half of `corpus` (its GPU's chip; every unit it timed).
+[[nodiscard]] inline KernelModelProfile fit_kernel_model(const KernelCorpus& corpus, const std::string& corpus_name) {
+    const GpuSpec& spec = gpu_or_throw(corpus.gpu_key);
+    // the context without a kernel model: ceilings, DRAM and layout factors of the GPU's calibration
+    const CostContext ctx = make_cost_context(spec, find_builtin_calibration(spec.key), static_cast<const KernelModelProfile*>(nullptr));
+    std::map<ComputeUnit, std::vector<std::pair<GemmDims, double>>> by_unit;
+    for (const auto& c : corpus.cases) {
+        if (c.family != "gemm" || c.half != "fit") continue;
+        const Kernel& k = c.kernels.front();
+        by_unit[k.unit].push_back({std::get<GemmDims>(k.dims), c.measured.value()});
+    }
+    KernelModelProfile out;
+    out.chip = spec.chip.value;
+    std::string counts;
+    for (const auto& [unit, cases] : by_unit) {
+        const GemmModel& base = ctx.gemm.at(unit);
+        GemmKernelParams p;
+        p.aligned_efficiency = 0.8;
+        p.unaligned_efficiency = 0.3;
+        p.fixed_time = Seconds(3e-6);
+        p.split_time = Seconds(2e-6);
+        using Field = std::pair<double*, std::vector<double>>;
+        std::vector<double> efficiencies, intensities{8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 85, 96, 110, 128};
+        for (int i = 2; i <= 48; ++i) efficiencies.push_back(i * 0.025);
+        double fixed_us = 3, split_us = 2;
+        std::vector<double> fixed_grid, split_grid{0, 0.5, 1, 1.5, 2, 3, 4, 6, 8};  // microseconds
+        for (int i = 2; i <= 32; ++i) fixed_grid.push_back(i * 0.25);
+        const std::array<Field, 7> fields{Field{&p.aligned_efficiency, efficiencies},
+                                          Field{&p.unaligned_efficiency, efficiencies},
+                                          Field{&p.saturating_intensity, intensities},
+                                          Field{&p.k_half, {0, 8, 16, 32, 48, 64, 96, 128, 192, 256}},
+                                          Field{&p.min_split_depth, {8, 16, 32, 64, 128, 192, 256, 384, 512, 768, 1024, 2048}},
+                                          Field{&fixed_us, fixed_grid},
+                                          Field{&split_us, split_grid}};
+        const auto error = [&] {
+            GemmKernelParams q = p;
+            q.fixed_time = Seconds(fixed_us * 1e-6);
+            q.split_time = Seconds(split_us * 1e-6);
+            return detail::gemm_fit_error(base, q, unit, cases, ctx);
+        };
+        for (int round = 0; round < 3; ++round) {
+            for (const auto& [value, grid] : fields) {
+                double best = *value, best_error = error();
+                for (double v : grid) {
+                    *value = v;
+                    const double e = error();
+                    if (e < best_error) { best_error = e; best = v; }
+                }
+                *value = best;
+            }
+        }
+        p.fixed_time = Seconds(fixed_us * 1e-6);
+        p.split_time = Seconds(split_us * 1e-6);
+        out.gemm[unit] = p;
+        counts += (counts.empty() ? "" : ", ") + std::to_string(cases.size()) + " " + std::string(to_string(unit));
+    }
+    // Convolutions: per unit, pass and depthwise, t0 and f of t = t0 + max(f x the implicit GEMM's
+    // waves under the fitted GEMM model, the tensors' bytes at DRAM bandwidth), over a grid.
+    struct ConvPoint {
+        double compute, memory, seconds;
+    };
+    std::map<std::tuple<ComputeUnit, ConvPass, bool>, std::vector<ConvPoint>> conv_cases;
+    for (const auto& c : corpus.cases) {
+        if (c.family != "conv" || c.half != "fit") continue;
+        const Kernel& k = c.kernels.front();
+        const auto it = out.gemm.find(k.unit);
+        if (it == out.gemm.end()) continue;
+        GemmModel g = ctx.gemm.at(k.unit);
+        g.params = it->second;
+        const auto& d = std::get<ConvDims>(k.dims);
+        const GemmChoice choice = gemm_choice(g, detail::implicit_gemm(d), detail::gemm_element_bytes(k.unit));
+        conv_cases[{k.unit, d.pass, d.groups > 1 && d.groups == d.c}].push_back(
+            {choice.compute.value(), (k.bytes() / g.dram).value(), c.measured.value()});
+    }
+    std::size_t conv_count = 0;
+    for (const auto& [key, points] : conv_cases) {
+        ScaledGemmParams best;
+        double best_error = 1e300;
+        for (double f = 0.01; f <= 10; f *= 1.04) {
+            for (int half_us = 0; half_us <= 60; ++half_us) {
+                const double t0_us = half_us * 0.5;
+                double sum = 0;
+                for (const auto& p : points) {
+                    const double e = std::log((t0_us * 1e-6 + std::max(p.compute * f, p.memory)) / p.seconds);
+                    sum += e * e;
+                }
+                if (sum < best_error) { best_error = sum; best = {f, Seconds(t0_us * 1e-6)}; }
+            }
+        }
+        out.conv[key] = best;
+        conv_count += points.size();
+    }
+    // Fused attention: per unit, backend and phase, t0 and f of the attention kernel's t = t0 + max(f x
+    // the waves of its tile products under the fitted GEMM model, its bytes at DRAM bandwidth); the
+    // case's other kernels (the backward's preprocessing pass) and the gaps as predicted.
+    const CostContext full = kernel_corpus_context(corpus);
+    struct AttentionPoint {
+        double other, compute, memory, seconds;
+    };
+    std::map<std::tuple<ComputeUnit, AttentionBackend, bool>, std::vector<AttentionPoint>> attention_cases;
+    for (const auto& c : corpus.cases) {
+        if (c.family != "attention" || c.half != "fit") continue;
+        double other = predicted_time(c, full).value();
+        for (const Kernel& k : c.kernels) {
+            const auto* a = std::get_if<AttentionDims>(&k.dims);
+            if (!a || k.kind != KernelKind::attention) continue;
+            const auto it = out.gemm.find(k.unit);
+            if (it == out.gemm.end()) continue;
+            other -= kernel_cost(k, full).time.value();
+            GemmModel g = ctx.gemm.at(k.unit);
+            g.params = it->second;
+            const auto [gemm, count] = detail::attention_gemms(*a, k.backward_pass);
+            const GemmChoice one = gemm_choice(g, gemm, detail::gemm_element_bytes(k.unit));
+            attention_cases[{k.unit, a->backend, k.backward_pass}].push_back(
+                {other, one.compute.value() * count, (k.bytes() / g.dram).value(), c.measured.value()});
+        }
+    }
+    std::size_t attention_count = 0;
+    for (const auto& [key, points] : attention_cases) {
+        ScaledGemmParams best;
+        double best_error = 1e300;
+        for (double f = 0.01; f <= 10; f *= 1.04) {
+            for (int half_us = 0; half_us <= 60; ++half_us) {
+                const double t0_us = half_us * 0.5;
+                double sum = 0;
+                for (const auto& p : points) {
+                    const double e = std::log((p.other + t0_us * 1e-6 + std::max(p.compute * f, p.memory)) / p.seconds);
+                    sum += e * e;
+                }
+                if (sum < best_error) { best_error = sum; best = {f, Seconds(t0_us * 1e-6)}; }
+            }
+        }
+        out.attention[key] = best;
+        attention_count += points.size();
+    }
+    // A unit the corpus did not time whose ceiling agrees with a timed one's within 5 % runs the same
+    // kernels (fp16 and bf16 tensor cores on Ampere and Hopper): it takes that unit's parameters.
+    const auto same_rate = [&](ComputeUnit a, ComputeUnit b) {
+        return ctx.ceilings.has(a) && ctx.ceilings.has(b) && std::abs(ctx.ceilings.rate(a) / ctx.ceilings.rate(b) - 1) < 0.05;
+    };
+    std::string borrowed;
+    if (out.gemm.count(ComputeUnit::fp16_tensor) == 0 && out.gemm.count(ComputeUnit::bf16_tensor) != 0 &&
+        same_rate(ComputeUnit::fp16_tensor, ComputeUnit::bf16_tensor)) {
+        out.gemm[ComputeUnit::fp16_tensor] = out.gemm.at(ComputeUnit::bf16_tensor);
+        for (const auto& [key, params] : std::map(out.conv)) {
+            if (std::get<0>(key) == ComputeUnit::bf16_tensor) out.conv[{ComputeUnit::fp16_tensor, std::get<1>(key), std::get<2>(key)}] = params;
+        }
+        for (const auto& [key, params] : std::map(out.attention)) {
+            if (std::get<0>(key) == ComputeUnit::bf16_tensor) {
+                out.attention[{ComputeUnit::fp16_tensor, std::get<1>(key), std::get<2>(key)}] = params;
+            }
+        }
+        borrowed = "; fp16-tensor takes bf16-tensor's (their ceilings agree within 5 %)";
+    }
+    out.provenance = "fitted by `roofsim fit-kernels` to the fit half of " + corpus_name + " (" + corpus.provenance + "; GEMM calls: " +
+                     counts + "; convolution calls: " + std::to_string(conv_count) +
+                     "; attention calls: " + std::to_string(attention_count) + "), least squares in log time" + borrowed;
+    return out;
+}
+
+}  // namespace roofsim
