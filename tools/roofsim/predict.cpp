@@ -128,8 +128,9 @@ nlohmann::json operator_json(const OperatorTime& o) {
 
 /// The prediction as JSON: the library's document, its layers (the top K with --top) and its operators
 /// (the top K with --by-op --top), with how many of each were left out.
-nlohmann::json prediction_json(const Prediction& p, std::size_t top, bool by_op) {
+nlohmann::json prediction_json(const Prediction& p, const CostContext& ctx, std::size_t top, bool by_op) {
     nlohmann::json j = with_kind(to_json(p), "roofsim-prediction");
+    j["gemm_kernels"] = gemm_kernels_json(p, ctx);
     std::map<const LayerTime*, std::size_t> index;
     for (std::size_t i = 0; i < p.layers.size(); ++i) index[&p.layers[i]] = i;
     nlohmann::json layers = nlohmann::json::array();
@@ -243,8 +244,8 @@ void check_strict(const Prediction& p) {
     throw std::runtime_error(why.str());
 }
 
-void print_result(const PredictOptions& o, const Prediction& p, bool from_ir) {
-    if (o.json) return void(std::cout << prediction_json(p, o.top, o.by_op).dump(2) << '\n');
+void print_result(const PredictOptions& o, const Prediction& p, const CostContext& ctx, bool from_ir) {
+    if (o.json) return void(std::cout << prediction_json(p, ctx, o.top, o.by_op).dump(2) << '\n');
     if (o.csv) return print_prediction_csv(p, o.top, o.by_op, std::cout);
     std::ostringstream text;
     if (o.by_op) {
@@ -287,7 +288,7 @@ void run_predict(PredictOptions& o, const Context& ctx) {
         write_file_atomically(o.emit_ir, to_json(to_kernel_ir(lower(*graph, options.lowering), options.lowering)).dump(1) + "\n");
     }
     if (!o.svg.empty()) write_file_atomically(o.svg, prediction_svg(p, cost.ceilings, o.top > 0 ? o.top : 20));
-    print_result(o, p, !graph);
+    print_result(o, p, cost, !graph);
 }
 
 void add_source_options(CLI::App* cmd, PredictOptions& o) {

@@ -22,7 +22,7 @@ namespace detail {
 inline double gemm_fit_error(const GemmModel& base, const GemmKernelParams& params, ComputeUnit unit,
                              const std::vector<std::pair<GemmDims, double>>& cases, const CostContext& ctx) {
     GemmModel g = base;
-    g.params = params;
+    g.set_params(params);
     double sum = 0;
     for (const auto& [d, seconds] : cases) {
         const double t = gemm_model_time(g, d, unit).value() * gemm_layout_factor(ctx, unit, d);
@@ -102,7 +102,7 @@ inline double gemm_fit_error(const GemmModel& base, const GemmKernelParams& para
         const auto it = out.gemm.find(k.unit);
         if (it == out.gemm.end()) continue;
         GemmModel g = ctx.gemm.at(k.unit);
-        g.params = it->second;
+        g.set_params(it->second);
         const auto& d = std::get<ConvDims>(k.dims);
         const GemmChoice choice = gemm_choice(g, detail::implicit_gemm(d), detail::gemm_element_bytes(k.unit));
         conv_cases[{k.unit, d.pass, d.groups > 1 && d.groups == d.c}].push_back(
@@ -144,7 +144,7 @@ inline double gemm_fit_error(const GemmModel& base, const GemmKernelParams& para
             if (it == out.gemm.end()) continue;
             other -= kernel_cost(k, full).time.value();
             GemmModel g = ctx.gemm.at(k.unit);
-            g.params = it->second;
+            g.set_params(it->second);
             const auto [gemm, count] = detail::attention_gemms(*a, k.backward_pass);
             const GemmChoice one = gemm_choice(g, gemm, detail::gemm_element_bytes(k.unit));
             attention_cases[{k.unit, a->backend, k.backward_pass}].push_back(

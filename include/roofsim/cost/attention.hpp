@@ -53,7 +53,7 @@ namespace detail {
         const Seconds compute = one.compute * gemms * it->second.factor;
         return {it->second.fixed_time + std::max(compute, memory), compute >= memory ? Bound::compute : Bound::dram};
     }
-    const Seconds fixed = model->second.params.fixed_time;
+    const Seconds fixed = model->second.params().fixed_time;
     const Seconds compute = fixed + (one.time - fixed) * gemms;
     return compute >= memory ? KernelCost{compute, Bound::compute} : KernelCost{memory, Bound::dram};
 }

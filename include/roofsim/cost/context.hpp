@@ -294,7 +294,7 @@ inline constexpr std::int64_t gemm_layout_sensitive_dim = 256;
         GemmModel g{ceiling.value, ctx.sm_count, dram, GemmKernelParams{}, ceiling.source};
         if (kernels) {
             if (const auto it = kernels->gemm.find(unit); it != kernels->gemm.end()) {
-                g.params = it->second;
+                g.set_params(it->second);
                 g.source += "; GEMM kernel model of " + kernels->chip + ": " + kernels->provenance;
             }
         }

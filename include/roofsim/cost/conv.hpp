@@ -30,24 +30,27 @@ namespace roofsim {
 [[nodiscard]] inline KernelCost conv_cost(const Kernel& k, const ConvDims& d, const CostContext& ctx) {
     const auto model = ctx.gemm.find(k.unit);
     if (model == ctx.gemm.end()) (void)ctx.ceilings.rate(k.unit);  // throws, naming the GPU and unit
+    const auto measured = ctx.conv_measured_by_batch.find(detail::conv_geometry_key(k.unit, d));
+    if (measured != ctx.conv_measured_by_batch.end()) {
+        if (auto same = measured->second.find(d.n); same != measured->second.end()) {
+            return {same->second.seconds, Bound::compute};  // the calibration timed this very shape
+        }
+    }
     const bool depthwise = d.groups > 1 && d.groups == d.c;
     const auto pass = ctx.conv.find({k.unit, d.pass, depthwise});
-    const ScaledGemmParams params = pass == ctx.conv.end() ? ScaledGemmParams{1, model->second.params.fixed_time} : pass->second.params;
-    const Seconds memory = k.bytes() / ctx.ceilings.rate(MemoryLevel::dram);
+    const ScaledGemmParams params = pass == ctx.conv.end() ? ScaledGemmParams{1, model->second.params().fixed_time} : pass->second.params;
+    // the model's time at this shape, with the tensors' bytes the context prepared its neighbours with
+    const Seconds t = detail::conv_model_time(model->second, params, d, k.unit, detail::conv_tensor_bytes(d, detail::gemm_element_bytes(k.unit)));
     // The sweep timed this geometry at other batch sizes: the measured times at the batches that
     // bracket N, each scaled by the model's time ratio, t(N) = t(N0) model(N) / model(N0) (the work and
     // its wave quantization change with N, the algorithm's efficiency on the geometry is kept),
     // interpolated in log time over log N (from_measured_neighbours).
-    if (auto it = ctx.conv_measured_by_batch.find(detail::conv_geometry_key(k.unit, d)); it != ctx.conv_measured_by_batch.end()) {
-        if (auto same = it->second.find(d.n); same != it->second.end()) {
-            return {same->second.seconds, Bound::compute};  // the calibration timed this very shape
-        }
-        const Seconds model_n = detail::conv_model_time(model->second, params, d, k.unit, detail::conv_tensor_bytes(d, detail::gemm_element_bytes(k.unit)));
-        if (auto e = detail::from_measured_neighbours(it->second, d.n, model_n, true, [](std::int64_t) { return true; })) {
+    if (measured != ctx.conv_measured_by_batch.end()) {
+        if (auto e = detail::from_measured_neighbours(measured->second, d.n, t, true, [](std::int64_t) { return true; })) {
             return {e->time, Bound::compute};
         }
     }
-    const Seconds t = detail::conv_model_time(model->second, params, d, k.unit, k.bytes());
+    const Seconds memory = k.bytes() / ctx.ceilings.rate(MemoryLevel::dram);
     return {t, params.fixed_time + memory >= t ? Bound::dram : Bound::compute};
 }
 

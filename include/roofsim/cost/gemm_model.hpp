@@ -4,11 +4,13 @@
 /// the SMs, and pays for operands the dimensions leave unaligned. Its parameters are per architecture
 /// family and compute unit (KernelModelProfile), fitted to calibration sweeps of what PyTorch runs.
 
+#include <roofsim/detail/slot_memo.hpp>
 #include <roofsim/ir.hpp>
 #include <roofsim/units.hpp>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -29,13 +31,62 @@ struct GemmKernelParams {
     Seconds split_time{0};            ///< the extra fixed time of a split-K GEMM (its reduction kernel)
 };
 
-/// A GEMM model of one unit on one GPU: the ceiling, the SM count, DRAM bandwidth and the parameters.
-struct GemmModel {
+namespace detail {
+/// The output tiles the model chooses among (cuBLAS's and CUTLASS's kernels for SM80 and SM90 come in
+/// these shapes; a tile of Tm x Tn outputs loads Tm + Tn elements per step of K).
+inline constexpr std::array<std::pair<int, int>, 9> gemm_tiles{
+    {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}, {64, 32}, {32, 64}, {32, 32}}};
+}  // namespace detail
+
+/// A GEMM model of one unit on one GPU: the ceiling, the SM count, DRAM bandwidth and the parameters,
+/// with what each tile's wave costs prepared from them (set_params).
+class GemmModel {
+public:
+    GemmModel() = default;
+    GemmModel(FlopsPerSecond rate, int sm_count, BytesPerSecond dram, const GemmKernelParams& params, std::string source)
+        : rate(rate), sm_count(sm_count), dram(dram), source(std::move(source)) {
+        set_params(params);
+    }
+
     FlopsPerSecond rate{0};
     int sm_count = 1;
     BytesPerSecond dram{0};
-    GemmKernelParams params;
     std::string source;  ///< where the ceiling and the parameters came from
+
+    [[nodiscard]] const GemmKernelParams& params() const { return params_; }
+
+    /// Sets the parameters and prepares each tile's figures: the tiles the SMs hold at once (c) and
+    /// the seconds of one wave per element of K, 2 Tm Tn c SMs / (R e min(1, I / I_sat)), aligned and not.
+    void set_params(const GemmKernelParams& p) {
+        static std::atomic<std::uint64_t> generations{0};
+        generation_ = ++generations;
+        params_ = p;
+        const double sms = static_cast<double>(sm_count);
+        for (std::size_t i = 0; i < detail::gemm_tiles.size(); ++i) {
+            const double tm = detail::gemm_tiles[i].first, tn = detail::gemm_tiles[i].second;
+            const double share = std::min(1.0, tm * tn / (tm + tn) / p.saturating_intensity);
+            slots_[i] = sms * std::max(1.0, 16384.0 / (tm * tn));
+            inverse_slots_[i] = 1 / slots_[i];
+            const double work = 2 * tm * tn * slots_[i] / share;
+            wave_per_k_[0][i] = work / (rate.value() * p.unaligned_efficiency);
+            wave_per_k_[1][i] = work / (rate.value() * p.aligned_efficiency);
+        }
+    }
+
+    /// A number no other set of parameters and figures has had (gemm_choice's memo tells models apart by it).
+    [[nodiscard]] std::uint64_t generation() const { return generation_; }
+
+    /// The SM slots of tile i (SMs x tiles an SM holds at once), and 1 over them.
+    [[nodiscard]] double slots(std::size_t i) const { return slots_[i]; }
+    [[nodiscard]] double inverse_slots(std::size_t i) const { return inverse_slots_[i]; }
+    /// Seconds of one wave of tile i per element of K, in the aligned class or not.
+    [[nodiscard]] double wave_per_k(std::size_t i, bool aligned) const { return wave_per_k_[aligned ? 1 : 0][i]; }
+
+private:
+    GemmKernelParams params_;
+    std::uint64_t generation_ = 0;
+    std::array<double, detail::gemm_tiles.size()> slots_{}, inverse_slots_{};
+    std::array<std::array<double, detail::gemm_tiles.size()>, 2> wave_per_k_{};
 };
 
 /// What the model says the library runs for one GEMM: the tile, the split of K, the waves of tiles,
@@ -59,11 +110,6 @@ struct ScaledGemmParams {
 };
 
 namespace detail {
-
-/// The output tiles the model chooses among (cuBLAS's and CUTLASS's kernels for SM80 and SM90 come in
-/// these shapes; a tile of Tm x Tn outputs loads Tm + Tn elements per step of K).
-inline constexpr std::array<std::pair<int, int>, 9> gemm_tiles{
-    {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}, {64, 32}, {32, 64}, {32, 32}}};
 
 /// The splits of K the model tries when a GEMM has fewer tiles than the SMs can hold.
 inline constexpr std::array<int, 13> gemm_splits{2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128};
@@ -93,31 +139,25 @@ inline constexpr std::array<int, 13> gemm_splits{2, 3, 4, 6, 8, 12, 16, 24, 32, 
 /// T the tiles, c = max(1, 128^2 / (Tm Tn)) tiles an SM holds at once, I = Tm Tn / (Tm + Tn), R e the
 /// unit's ceiling times its aligned or unaligned efficiency; a split adds split_time and its partial
 /// sums' traffic; the quickest wins. Then t0 + max(that, the operands' bytes at DRAM bandwidth).
-[[nodiscard]] inline GemmChoice gemm_choice(const GemmModel& g, const GemmDims& d, int element_bytes) {
-    const GemmKernelParams& p = g.params;
+namespace detail {
+[[nodiscard]] inline GemmChoice gemm_choice_uncached(const GemmModel& g, const GemmDims& d, int element_bytes) {
+    const GemmKernelParams& p = g.params();
     GemmChoice best;
     best.aligned = detail::vector_aligned(d, element_bytes);
-    const double rate = g.rate.value() * (best.aligned ? p.aligned_efficiency : p.unaligned_efficiency);
     const double m = static_cast<double>(d.m), n = static_cast<double>(d.n), k = static_cast<double>(d.k);
-    const double batch = static_cast<double>(d.batch), sms = static_cast<double>(g.sm_count);
+    const double batch = static_cast<double>(d.batch);
     const double dram = g.dram.value() > 0 ? g.dram.value() : 1e300;
     double best_t = 1e300;
-    for (const auto& [tm, tn] : detail::gemm_tiles) {
-        const double tile_m = tm, tile_n = tn;
-        const double intensity = tile_m * tile_n / (tile_m + tile_n);
-        const double tile_rate = rate * std::min(1.0, intensity / p.saturating_intensity);
-        const double per_sm = std::max(1.0, 16384.0 / (tile_m * tile_n));
-        const double slots = sms * per_sm;
-        const double tiles = std::ceil(m / tile_m) * std::ceil(n / tile_n) * batch;
-        const auto time_at = [&](double split) {
-            const double depth = k / split;
-            const double waves = std::ceil(tiles * split / slots);
-            double t = waves * 2 * tile_m * tile_n * depth * slots / tile_rate * (depth + p.k_half) / depth;
-            if (split > 1) t += p.split_time.value() + m * n * batch * 4 * (split + 1) / dram;
-            return std::pair{t, waves};
-        };
-        const auto consider = [&](int split) {
-            const auto [t, waves] = time_at(split);
+    const double full_work = m * n * batch * (k + p.k_half);
+    for (std::size_t i = 0; i < detail::gemm_tiles.size(); ++i) {
+        const auto [tm, tn] = detail::gemm_tiles[i];
+        const double slots = g.slots(i), wave_per_k = g.wave_per_k(i, best.aligned);
+        // no tile runs faster than its waves full: m n batch (K + k0) at the tile's rate; the larger
+        // tiles come first, so the smaller ones mostly stop here
+        if (full_work * wave_per_k / (tm * tn * slots) >= best_t) continue;
+        // tile sides are powers of two: x * (1 / T) is exact, and its ceiling the tiles along x
+        const double tiles = std::ceil(m * (1.0 / tm)) * std::ceil(n * (1.0 / tn)) * batch;
+        const auto consider = [&](double t, int split, double waves) {
             if (t < best_t) {
                 best_t = t;
                 best.tile_m = tm;
@@ -126,11 +166,16 @@ inline constexpr std::array<int, 13> gemm_splits{2, 3, 4, 6, 8, 12, 16, 24, 32, 
                 best.waves = waves;
             }
         };
-        consider(1);
-        if (tiles >= slots) continue;
+        const double waves = std::ceil(tiles * g.inverse_slots(i));
+        consider(waves * wave_per_k * (k + p.k_half), 1, waves);
+        // a split runs at best tiles / slots waves of K in all: no split can beat the best so far
+        if (tiles >= slots || tiles / slots * wave_per_k * k >= best_t) continue;
         for (int s : detail::gemm_splits) {
-            if (k / s < p.min_split_depth || tiles * s > 2 * slots) break;
-            consider(s);
+            const double depth = k / s;
+            if (depth < p.min_split_depth || tiles * s > 2 * slots) break;
+            const double split_waves = std::ceil(tiles * s / slots);
+            consider(split_waves * wave_per_k * (depth + p.k_half) + p.split_time.value() + m * n * batch * 4 * (s + 1) / dram, s,
+                     split_waves);
         }
     }
     const double bytes = batch * (m * k + k * n + m * n) * element_bytes;
@@ -138,6 +183,31 @@ inline constexpr std::array<int, 13> gemm_splits{2, 3, 4, 6, 8, 12, 16, 24, 32, 
     best.time = p.fixed_time + Seconds(std::max(best_t, bytes / dram));
     best.efficiency = 2 * m * n * k * batch / (best.time.value() * g.rate.value());
     return best;
+}
+
+/// gemm_choice's key: the model's generation and the GEMM.
+struct GemmChoiceKey {
+    std::uint64_t generation = 0;
+    std::int64_t m = 0, n = 0, k = 0, batch = 0;
+    GemmLayout layout = GemmLayout::unknown;
+    int element_bytes = 0;
+    friend bool operator==(const GemmChoiceKey&, const GemmChoiceKey&) = default;
+    [[nodiscard]] std::size_t hash() const {
+        std::uint64_t h = generation * 0x9e3779b97f4a7c15ull;
+        for (std::int64_t v : {m, n, k, batch, static_cast<std::int64_t>(layout), static_cast<std::int64_t>(element_bytes)}) {
+            h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ull;
+        }
+        return static_cast<std::size_t>(h ^ (h >> 29));
+    }
+};
+}  // namespace detail
+
+/// gemm_choice_uncached, remembered per thread for the last GEMMs of each model (a planner predicts
+/// the same layers again and again; a model's parameters changed make it another generation).
+[[nodiscard]] inline GemmChoice gemm_choice(const GemmModel& g, const GemmDims& d, int element_bytes) {
+    thread_local detail::SlotMemo<detail::GemmChoiceKey, GemmChoice, 1024> memo;
+    return memo.get({g.generation(), d.m, d.n, d.k, d.batch, d.layout, element_bytes},
+                    [&] { return detail::gemm_choice_uncached(g, d, element_bytes); });
 }
 
 }  // namespace roofsim

@@ -62,4 +62,43 @@ inline constexpr int prediction_json_schema_version = 1;
             {"layers", layers}};
 }
 
+/// What the GEMM kernel model chose for each distinct GEMM, convolution pass and fused attention of a
+/// prediction (the GEMM it placed: a convolution's implicit GEMM, an attention's tile products), with
+/// how many kernels share it: tile, split of K, waves, alignment class and efficiency (gemm_choice).
+[[nodiscard]] inline nlohmann::json gemm_kernels_json(const Prediction& p, const CostContext& ctx) {
+    nlohmann::json out = nlohmann::json::array();
+    std::map<std::string, std::size_t> seen;
+    for (const Kernel& k : p.kernels.kernels) {
+        std::optional<GemmDims> g;
+        if (const auto* d = std::get_if<GemmDims>(&k.dims); d && k.kind == KernelKind::gemm) g = *d;
+        if (const auto* d = std::get_if<ConvDims>(&k.dims); d && k.kind == KernelKind::conv) g = detail::implicit_gemm(*d);
+        if (const auto* a = std::get_if<AttentionDims>(&k.dims); a && k.kind == KernelKind::attention) {
+            g = detail::attention_gemms(*a, k.backward_pass).first;
+        }
+        const auto model = ctx.gemm.find(k.unit);
+        if (!g || model == ctx.gemm.end()) continue;
+        const std::string key = std::string(k.op.str()) + "|" + std::string(to_string(k.phase)) + "|" + std::string(to_string(k.unit)) + "|" +
+                                std::to_string(g->m) + "x" + std::to_string(g->n) + "x" + std::to_string(g->k) + "x" +
+                                std::to_string(g->batch) + std::string(to_string(g->layout));
+        if (const auto it = seen.find(key); it != seen.end()) {
+            out[it->second]["kernels"] = out[it->second]["kernels"].get<int>() + 1;
+            continue;
+        }
+        const GemmChoice c = gemm_choice(model->second, *g, detail::gemm_element_bytes(k.unit));
+        seen[key] = out.size();
+        out.push_back({{"op", k.op.str()},
+                       {"phase", to_string(k.phase)},
+                       {"unit", to_string(k.unit)},
+                       {"kernels", 1},
+                       {"gemm", {{"m", g->m}, {"n", g->n}, {"k", g->k}, {"batch", g->batch}, {"layout", to_string(g->layout)}}},
+                       {"tile_m", c.tile_m},
+                       {"tile_n", c.tile_n},
+                       {"split_k", c.split},
+                       {"waves", c.waves},
+                       {"aligned", c.aligned},
+                       {"efficiency", c.efficiency}});
+    }
+    return out;
+}
+
 }  // namespace roofsim
