@@ -43,8 +43,8 @@ inline constexpr std::array<std::pair<int, int>, 9> gemm_tiles{
 class GemmModel {
 public:
     GemmModel() = default;
-    GemmModel(FlopsPerSecond rate, int sm_count, BytesPerSecond dram, const GemmKernelParams& params, std::string source)
-        : rate(rate), sm_count(sm_count), dram(dram), source(std::move(source)) {
+    GemmModel(FlopsPerSecond ceiling, int sms, BytesPerSecond dram_bandwidth, const GemmKernelParams& params, std::string from)
+        : rate(ceiling), sm_count(sms), dram(dram_bandwidth), source(std::move(from)) {
         set_params(params);
     }
 
