@@ -32,6 +32,30 @@ inline double gemm_fit_error(const GemmModel& base, const GemmKernelParams& para
     return sum;
 }
 
+/// A timed call priced as t = other + t0 + max(f x compute, memory): the rest of the call as predicted,
+/// the GEMM model's waves of its equivalent GEMM, its bytes at DRAM bandwidth, and the measured time.
+struct ScaledGemmPoint {
+    double other, compute, memory, seconds;
+};
+
+/// t0 (0 to 30 µs by 0.5) and f (0.01 to 10, steps of 4 %) with the least sum of squared log errors.
+inline ScaledGemmParams fit_scaled_gemm(const std::vector<ScaledGemmPoint>& points) {
+    ScaledGemmParams best;
+    double best_error = 1e300;
+    for (double f = 0.01; f <= 10; f *= 1.04) {
+        for (int half_us = 0; half_us <= 60; ++half_us) {
+            const double t0_us = half_us * 0.5;
+            double sum = 0;
+            for (const auto& p : points) {
+                const double e = std::log((p.other + t0_us * 1e-6 + std::max(p.compute * f, p.memory)) / p.seconds);
+                sum += e * e;
+            }
+            if (sum < best_error) { best_error = sum; best = {f, Seconds(t0_us * 1e-6)}; }
+        }
+    }
+    return best;
+}
+
 }  // namespace detail
 
 /// The kernel-model profile fitted to the fit half of `corpus` (its GPU's chip; every unit it timed).
@@ -92,10 +116,7 @@ inline double gemm_fit_error(const GemmModel& base, const GemmKernelParams& para
     }
     // Convolutions: per unit, pass and depthwise, t0 and f of t = t0 + max(f x the implicit GEMM's
     // waves under the fitted GEMM model, the tensors' bytes at DRAM bandwidth), over a grid.
-    struct ConvPoint {
-        double compute, memory, seconds;
-    };
-    std::map<std::tuple<ComputeUnit, ConvPass, bool>, std::vector<ConvPoint>> conv_cases;
+    std::map<std::tuple<ComputeUnit, ConvPass, bool>, std::vector<detail::ScaledGemmPoint>> conv_cases;
     for (const auto& c : corpus.cases) {
         if (c.family != "conv" || c.half != "fit") continue;
         const Kernel& k = c.kernels.front();
@@ -106,34 +127,18 @@ inline double gemm_fit_error(const GemmModel& base, const GemmKernelParams& para
         const auto& d = std::get<ConvDims>(k.dims);
         const GemmChoice choice = gemm_choice(g, detail::implicit_gemm(d), detail::gemm_element_bytes(k.unit));
         conv_cases[{k.unit, d.pass, d.groups > 1 && d.groups == d.c}].push_back(
-            {choice.compute.value(), (k.bytes() / g.dram).value(), c.measured.value()});
+            {0, choice.compute.value(), (k.bytes() / g.dram).value(), c.measured.value()});
     }
     std::size_t conv_count = 0;
     for (const auto& [key, points] : conv_cases) {
-        ScaledGemmParams best;
-        double best_error = 1e300;
-        for (double f = 0.01; f <= 10; f *= 1.04) {
-            for (int half_us = 0; half_us <= 60; ++half_us) {
-                const double t0_us = half_us * 0.5;
-                double sum = 0;
-                for (const auto& p : points) {
-                    const double e = std::log((t0_us * 1e-6 + std::max(p.compute * f, p.memory)) / p.seconds);
-                    sum += e * e;
-                }
-                if (sum < best_error) { best_error = sum; best = {f, Seconds(t0_us * 1e-6)}; }
-            }
-        }
-        out.conv[key] = best;
+        out.conv[key] = detail::fit_scaled_gemm(points);
         conv_count += points.size();
     }
     // Fused attention: per unit, backend and phase, t0 and f of the attention kernel's t = t0 + max(f x
     // the waves of its tile products under the fitted GEMM model, its bytes at DRAM bandwidth); the
     // case's other kernels (the backward's preprocessing pass) and the gaps as predicted.
     const CostContext full = kernel_corpus_context(corpus);
-    struct AttentionPoint {
-        double other, compute, memory, seconds;
-    };
-    std::map<std::tuple<ComputeUnit, AttentionBackend, bool>, std::vector<AttentionPoint>> attention_cases;
+    std::map<std::tuple<ComputeUnit, AttentionBackend, bool>, std::vector<detail::ScaledGemmPoint>> attention_cases;
     for (const auto& c : corpus.cases) {
         if (c.family != "attention" || c.half != "fit") continue;
         double other = predicted_time(c, full).value();
@@ -153,20 +158,7 @@ inline double gemm_fit_error(const GemmModel& base, const GemmKernelParams& para
     }
     std::size_t attention_count = 0;
     for (const auto& [key, points] : attention_cases) {
-        ScaledGemmParams best;
-        double best_error = 1e300;
-        for (double f = 0.01; f <= 10; f *= 1.04) {
-            for (int half_us = 0; half_us <= 60; ++half_us) {
-                const double t0_us = half_us * 0.5;
-                double sum = 0;
-                for (const auto& p : points) {
-                    const double e = std::log((p.other + t0_us * 1e-6 + std::max(p.compute * f, p.memory)) / p.seconds);
-                    sum += e * e;
-                }
-                if (sum < best_error) { best_error = sum; best = {f, Seconds(t0_us * 1e-6)}; }
-            }
-        }
-        out.attention[key] = best;
+        out.attention[key] = detail::fit_scaled_gemm(points);
         attention_count += points.size();
     }
     // A unit the corpus did not time whose ceiling agrees with a timed one's within 5 % runs the same
