@@ -59,6 +59,23 @@ TEST_CASE("the GEMM kernel model splits K when a GEMM's tiles cannot fill the SM
     CHECK(deep.efficiency > 0.5 * wide.efficiency);
 }
 
+TEST_CASE("a GEMM the model cannot place is an error naming the field", "[kernel-model]") {
+    const GemmModel g = h200_model(ComputeUnit::bf16_tensor);
+    CHECK_THROWS_WITH(gemm_choice(g, GemmDims{0, 64, 64, 1, GemmLayout::nn}, 2), Catch::Contains("m must be at least 1"));
+    CHECK_THROWS_WITH(gemm_choice(g, GemmDims{64, 64, -3, 1, GemmLayout::nn}, 2), Catch::Contains("k must be at least 1"));
+    CHECK_THROWS_WITH(gemm_choice(g, GemmDims{64, 64, 64, 0, GemmLayout::nn}, 2), Catch::Contains("batch must be at least 1"));
+    // a convolution whose implicit GEMM has no rows, as a hand-built kernel can have it
+    Kernel conv;
+    conv.kind = KernelKind::conv;
+    conv.unit = ComputeUnit::bf16_tensor;
+    conv.dtype = DType::bf16;
+    ConvDims d;
+    d.n = 0; d.c = 64; d.h = 8; d.w = 8; d.k = 64; d.r = 3; d.s = 3; d.pad_h = d.pad_w = 1;
+    conv.dims = d;
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
+    CHECK_THROWS_WITH(kernel_cost(conv, ctx), Catch::Contains("must be at least 1"));
+}
+
 TEST_CASE("the alignment class follows the rows the operands are stored in", "[kernel-model]") {
     // bf16: rows of 16 bytes are multiples of 8 elements. A linear layer's forward (nt) reads rows of
     // K (input and weight) and writes rows of N: an odd token count M leaves every row aligned.

@@ -13,6 +13,8 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <string>
 #include <utility>
 
@@ -141,6 +143,13 @@ inline constexpr std::array<int, 13> gemm_splits{2, 3, 4, 6, 8, 12, 16, 24, 32, 
 /// sums' traffic; the quickest wins. Then t0 + max(that, the operands' bytes at DRAM bandwidth).
 namespace detail {
 [[nodiscard]] inline GemmChoice gemm_choice_uncached(const GemmModel& g, const GemmDims& d, int element_bytes) {
+    // a shape no kernel can run is an error naming the field, never a time of zero
+    for (const auto& [field, value] : {std::pair{"m", d.m}, std::pair{"n", d.n}, std::pair{"k", d.k}, std::pair{"batch", d.batch}}) {
+        if (value < 1) {
+            throw std::invalid_argument("GEMM " + std::to_string(d.m) + " x " + std::to_string(d.n) + " x " + std::to_string(d.k) +
+                                        " (batch " + std::to_string(d.batch) + "): " + field + " must be at least 1");
+        }
+    }
     const GemmKernelParams& p = g.params();
     GemmChoice best;
     best.aligned = detail::vector_aligned(d, element_bytes);
