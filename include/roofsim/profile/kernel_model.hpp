@@ -58,6 +58,20 @@ inline constexpr int kernel_model_schema_version = 1;
             {"provenance", p.provenance}, {"gemm", units}, {"conv", conv}, {"attention", attention}};
 }
 
+namespace detail {
+/// A compute unit read from its key at `c`; an error there for an unknown one.
+[[nodiscard]] inline ComputeUnit kernel_model_unit(const JsonCursor& c, const std::string& key) {
+    const auto unit = compute_unit_from_key(key);
+    if (!unit) c.fail("not a compute unit");
+    return *unit;
+}
+
+/// A list entry's {factor, fixed_seconds}.
+[[nodiscard]] inline ScaledGemmParams scaled_gemm_params(const JsonCursor& c) {
+    return ScaledGemmParams{c.at("factor").positive(), Seconds(c.at("fixed_seconds").non_negative())};
+}
+}  // namespace detail
+
 /// Reads a kernel-model profile; errors name the file and the JSON path.
 [[nodiscard]] inline KernelModelProfile kernel_model_from_json(const nlohmann::json& j, const std::string& origin) {
     const detail::JsonCursor root(j, origin, "");
@@ -71,8 +85,7 @@ inline constexpr int kernel_model_schema_version = 1;
     const detail::JsonCursor units = root.at("gemm");
     for (const auto& [key, value] : units.object().items()) {
         const detail::JsonCursor u = units.at(key);
-        const auto unit = compute_unit_from_key(key);
-        if (!unit) u.fail("not a compute unit");
+        const ComputeUnit unit = detail::kernel_model_unit(u, key);
         GemmKernelParams g;
         g.aligned_efficiency = u.at("aligned_efficiency").positive();
         g.unaligned_efficiency = u.at("unaligned_efficiency").positive();
@@ -81,33 +94,31 @@ inline constexpr int kernel_model_schema_version = 1;
         g.min_split_depth = u.at("min_split_depth").positive();
         g.fixed_time = Seconds(u.at("fixed_seconds").non_negative());
         g.split_time = Seconds(u.at("split_seconds").non_negative());
-        p.gemm[*unit] = g;
+        p.gemm[unit] = g;
     }
     // "conv" and "attention" are optional: a family's profile may price only GEMMs
     const nlohmann::json none = nlohmann::json::array();
     const detail::JsonCursor conv = root.has("conv") ? root.at("conv") : detail::JsonCursor(none, origin, "/conv");
     for (std::size_t i = 0; i < conv.array_size(); ++i) {
         const detail::JsonCursor c = conv.at(i);
-        const auto unit = compute_unit_from_key(c.at("unit").string());
-        if (!unit) c.at("unit").fail("not a compute unit");
+        const ComputeUnit unit = detail::kernel_model_unit(c.at("unit"), c.at("unit").string());
         const auto pass = conv_pass_from_key(c.at("pass").string());
         if (!pass) c.at("pass").fail("expected forward, backward-data or backward-filter");
-        const auto key = std::tuple{*unit, *pass, c.at("depthwise").boolean()};
+        const auto key = std::tuple{unit, *pass, c.at("depthwise").boolean()};
         if (p.conv.count(key) != 0) c.fail("a second entry of this unit, pass and depthwise");
-        p.conv[key] = ScaledGemmParams{c.at("factor").positive(), Seconds(c.at("fixed_seconds").non_negative())};
+        p.conv[key] = detail::scaled_gemm_params(c);
     }
     const detail::JsonCursor attention = root.has("attention") ? root.at("attention") : detail::JsonCursor(none, origin, "/attention");
     for (std::size_t i = 0; i < attention.array_size(); ++i) {
         const detail::JsonCursor a = attention.at(i);
-        const auto unit = compute_unit_from_key(a.at("unit").string());
-        if (!unit) a.at("unit").fail("not a compute unit");
+        const ComputeUnit unit = detail::kernel_model_unit(a.at("unit"), a.at("unit").string());
         const auto backend = attention_backend_from_key(a.at("backend").string());
         if (!backend) a.at("backend").fail("expected flash, efficient, math or cudnn");
         const std::string phase = a.at("phase").string();
         if (phase != "forward" && phase != "backward") a.at("phase").fail("expected forward or backward");
-        const auto key = std::tuple{*unit, *backend, phase == "backward"};
+        const auto key = std::tuple{unit, *backend, phase == "backward"};
         if (p.attention.count(key) != 0) a.fail("a second entry of this unit, backend and phase");
-        p.attention[key] = ScaledGemmParams{a.at("factor").positive(), Seconds(a.at("fixed_seconds").non_negative())};
+        p.attention[key] = detail::scaled_gemm_params(a);
     }
     return p;
 }
