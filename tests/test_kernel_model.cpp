@@ -121,7 +121,10 @@ TEST_CASE("the shipped kernel model is the fit of the corpus's fit half", "[kern
         CHECK(p.split_time.value() == Catch::Approx(s.split_time.value()));
     }
     REQUIRE(fitted.conv.size() == shipped->conv.size());
-    for (const auto& [key, p] : fitted.conv) CHECK(p.factor == Catch::Approx(shipped->conv.at(key).factor));
+    for (const auto& [key, p] : fitted.conv) {
+        CHECK(p.scaled.factor == Catch::Approx(shipped->conv.at(key).scaled.factor));
+        CHECK(p.transposes == shipped->conv.at(key).transposes);
+    }
     REQUIRE(fitted.attention.size() == shipped->attention.size());
     for (const auto& [key, p] : fitted.attention) CHECK(p.factor == Catch::Approx(shipped->attention.at(key).factor));
     // and it round-trips through its JSON
@@ -141,8 +144,11 @@ TEST_CASE("kernel-model profiles and corpora are refused with the file and field
     j = to_json(*find_builtin_kernel_model("GH100"));
     j["attention"][0]["backend"] = "fast";
     CHECK_THROWS_WITH(kernel_model_from_json(j, "k.json"), Catch::Contains("/attention/0/backend"));
-    j["schema_version"] = 2;
-    CHECK_THROWS_WITH(kernel_model_from_json(j, "k.json"), Catch::Contains("/schema_version: expected 1"));
+    j["schema_version"] = 1;
+    CHECK_THROWS_WITH(kernel_model_from_json(j, "k.json"), Catch::Contains("/schema_version: expected 2"));
+    j = to_json(*find_builtin_kernel_model("GH100"));
+    j["conv"][0]["class"] = "dense";
+    CHECK_THROWS_WITH(kernel_model_from_json(j, "k.json"), Catch::Contains("/conv/0/class: expected general, pointwise or depthwise"));
     // a kernel model of another family is refused, naming both
     KernelModelProfile other = *find_builtin_kernel_model("GH100");
     other.chip = "GA102";
@@ -170,6 +176,61 @@ TEST_CASE("kernel-model profiles and corpora are refused with the file and field
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("a convolution's class picks its GEMM, and the layout transposes add their DRAM time", "[kernel-model]") {
+    ConvDims d;
+    d.n = 32; d.c = 256; d.h = d.w = 14; d.k = 512;
+    CHECK(conv_class(d) == ConvClass::pointwise);
+    // a pointwise convolution on NCHW tensors: one GEMM per sample, W (K x C) x[n] (C x HW)
+    const GemmDims pointwise = detail::implicit_gemm(d);
+    CHECK(pointwise.m == 512);
+    CHECK(pointwise.n == 14 * 14);
+    CHECK(pointwise.k == 256);
+    CHECK(pointwise.batch == 32);
+    d.pass = ConvPass::backward_filter;
+    CHECK(detail::implicit_gemm(d).k == 14 * 14);
+    // a 3 x 3 convolution is the implicit GEMM of N P Q rows
+    d.pass = ConvPass::forward;
+    d.r = d.s = 3;
+    d.pad_h = d.pad_w = 1;
+    CHECK(conv_class(d) == ConvClass::general);
+    CHECK(detail::implicit_gemm(d).m == 32 * 14 * 14);
+    CHECK(detail::implicit_gemm(d).k == 256 * 9);
+    d.groups = d.c = d.k = 64;
+    CHECK(conv_class(d) == ConvClass::depthwise);
+    // tau x the tensors' DRAM time on top of the scaled GEMM
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"));
+    const GemmModel& g = ctx.gemm.at(ComputeUnit::bf16_tensor);
+    d.groups = 1;
+    d.c = d.k = 256;
+    const Bytes bytes = detail::conv_tensor_bytes(d, 2);
+    const ConvKernelParams none{ScaledGemmParams{1, Seconds(0)}, 0}, two{ScaledGemmParams{1, Seconds(0)}, 2};
+    const double extra = (detail::conv_model_time(g, two, d, ComputeUnit::bf16_tensor, bytes) -
+                          detail::conv_model_time(g, none, d, ComputeUnit::bf16_tensor, bytes)).value();
+    CHECK(extra == Catch::Approx(2 * (bytes / g.dram).value()));
+}
+
+TEST_CASE("a norm, pooling or elementwise case the lowering refuses is an error naming its file, line and field", "[kernel-model]") {
+    const auto dir = std::filesystem::temp_directory_path() / "roofsim-test-memory-corpus";
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "meta.json") << R"({"kind": "roofsim-kernel-corpus", "schema_version": 1, "gpu_key": "h200-sxm",
+        "gpu_name": "NVIDIA H200", "date_utc": "2026-12-04", "torch": "2.11", "tool": "kernel_corpus.py"})";
+    const std::string header = "half,unit,phase,op,shape,attrs,seconds,p10,p90,reps,error\n";
+    std::ofstream(dir / "pool.csv") << header << "test,fp32,forward,maxpool2d,8x16x32x32,kernel_size=3;stride=0;padding=1,1e-5,1e-5,1e-5,5,\n";
+    CHECK_THROWS_WITH(load_kernel_corpus(dir), Catch::Contains("pool.csv:2: op:") && Catch::Contains("stride"));
+    std::ofstream(dir / "pool.csv") << header << "test,tf32-tensor,forward,maxpool2d,8x16x32x32,,1e-5,1e-5,1e-5,5,\n";
+    CHECK_THROWS_WITH(load_kernel_corpus(dir), Catch::Contains("pool.csv:2: unit: expected fp32 or bf16"));
+    std::ofstream(dir / "pool.csv") << header << "test,fp32,forward,maxpool2d,8x16xx32,,1e-5,1e-5,1e-5,5,\n";
+    CHECK_THROWS_WITH(load_kernel_corpus(dir), Catch::Contains("pool.csv:2: shape"));
+    // a good row lowers to the pooling's kernels of that phase
+    std::ofstream(dir / "pool.csv") << header << "test,bf16,backward,maxpool2d,8x16x32x32,kernel_size=2;stride=2;padding=0,1e-5,1e-5,1e-5,5,\n";
+    const KernelCorpus c = load_kernel_corpus(dir);
+    REQUIRE(c.cases.size() == 1);
+    REQUIRE(c.cases.front().kernels.size() == 1);
+    CHECK(c.cases.front().kernels.front().op == "aten::max_pool2d_with_indices_backward");
+    CHECK(c.cases.front().kernels.front().dtype == DType::bf16);
+    std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("the corpus's test half stays within the figures this model reaches", "[kernel-model][accuracy]") {
     // Regression bounds at the figures of docs/validation.md ("Kernel corpus"), a little above them;
     // the goal (median 5 %, 90th percentile 15 % per family) is not met yet. The test half's shapes
@@ -179,10 +240,11 @@ TEST_CASE("the corpus's test half stays within the figures this model reaches", 
     std::map<std::string, std::vector<double>> by_family;
     for (const auto& e : evaluate_kernel_corpus(k, ctx, "test")) by_family[e.c->family].push_back(std::abs(e.error));
     const std::map<std::string, std::pair<double, double>> bounds = {
-        {"gemm", {0.16, 0.45}}, {"conv", {0.35, 1.05}}, {"attention", {0.16, 0.45}}};
+        {"gemm", {0.16, 0.45}}, {"conv", {0.25, 0.78}}, {"attention", {0.16, 0.45}},
+        {"norm", {0.34, 0.72}}, {"pool", {0.23, 0.62}}, {"elementwise", {0.52, 1.15}}};
     for (const auto& [family, bound] : bounds) {
         const auto& errors = by_family[family];
-        REQUIRE(errors.size() >= 1000);
+        REQUIRE(errors.size() >= (family == "gemm" || family == "conv" || family == "attention" ? 1000u : 300u));
         const double median = detail::quantile(errors, 0.5), p90 = detail::quantile(errors, 0.9);
         std::printf("  %-9s test half: %zu calls, median |error| %.1f%%, 90th percentile %.1f%%\n", family.c_str(), errors.size(),
                     100 * median, 100 * p90);
@@ -201,7 +263,7 @@ TEST_CASE("predicted throughput does not fall as the batch grows", "[kernel-mode
     // From batch 16 up to the largest batch whose predicted peak fits the H200, samples per second at
     // each batch are at least the best of the smaller batches' (1 % slack for rounding): no measured
     // cause says a larger batch runs slower on these models. Known drops, listed with why (all model
-    // artefacts, none measured), may fall by at most 5 %; a listed one that no longer falls fails, so
+    // artefacts, none measured), may fall by at most 6 %; a listed one that no longer falls fails, so
     // that the list stays true (docs/validation.md, "Throughput over batch").
     struct KnownDrop {
         const char* model;
@@ -233,7 +295,7 @@ TEST_CASE("predicted throughput does not fall as the batch grows", "[kernel-mode
                 if (p.memory.peak > spec.memory_size.value) break;
                 const double throughput = static_cast<double>(batch) / p.step_time.value();
                 INFO(name << " " << to_string(mode) << " batch " << batch);
-                CHECK(throughput >= (known ? 0.95 : 0.99) * best);
+                CHECK(throughput >= (known ? 0.94 : 0.99) * best);
                 if (best > 0) worst_drop = std::max(worst_drop, 1 - throughput / best);
                 best = std::max(best, throughput);
             }

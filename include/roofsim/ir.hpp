@@ -161,6 +161,34 @@ struct ConvDims {
     friend bool operator==(const ConvDims&, const ConvDims&) = default;
 };
 
+/// The kind of kernel a convolution gets: a depthwise one (groups = channels > 1) runs PyTorch's own
+/// kernels; a pointwise one (1 x 1, stride 1, no padding, one group) is a plain GEMM that cuDNN runs on
+/// NCHW tensors as they are; a general one takes cuDNN's implicit-GEMM engines (on NCHW 16-bit and TF32
+/// tensors with NHWC transposes around them: docs/NOTES.md, "Kernel models").
+enum class ConvClass { general, pointwise, depthwise };
+
+[[nodiscard]] constexpr std::string_view to_string(ConvClass c) {
+    switch (c) {
+        case ConvClass::general: return "general";
+        case ConvClass::pointwise: return "pointwise";
+        case ConvClass::depthwise: return "depthwise";
+    }
+    return "?";
+}
+
+[[nodiscard]] inline std::optional<ConvClass> conv_class_from_key(std::string_view k) {
+    for (ConvClass c : {ConvClass::general, ConvClass::pointwise, ConvClass::depthwise}) {
+        if (to_string(c) == k) return c;
+    }
+    return std::nullopt;
+}
+
+[[nodiscard]] constexpr ConvClass conv_class(const ConvDims& d) {
+    if (d.groups > 1 && d.groups == d.c) return ConvClass::depthwise;
+    const bool one = d.r == 1 && d.s == 1 && d.stride_h == 1 && d.stride_w == 1 && d.pad_h == 0 && d.pad_w == 0;
+    return one && d.groups == 1 ? ConvClass::pointwise : ConvClass::general;
+}
+
 /// Which attention implementation runs (PyTorch's SDPA backends; `cudnn` is cuDNN's fused attention,
 /// which PyTorch 2.11 picks first on Hopper for 16-bit inputs).
 enum class AttentionBackend { flash, efficient, math, cudnn };

@@ -57,6 +57,7 @@ public:
         if (!in) throw std::runtime_error(path_ + ": cannot be read");
         std::string line;
         if (!std::getline(in, line)) throw std::runtime_error(path_ + ": empty (expected a header row)");
+        if (!line.empty() && line.back() == '\r') line.pop_back();
         header_ = split(line);
         std::size_t number = 1;
         while (std::getline(in, line)) {
@@ -221,7 +222,8 @@ inline void read_conv_cases(const std::filesystem::path& file, std::vector<Kerne
         k.bytes_read = tensor_bytes(read, dtype);
         k.bytes_written = tensor_bytes(written, dtype);
         c.kernels.push_back(k);
-        c.group = std::string(to_string(d.pass)) + (d.groups > 1 && d.groups == d.c ? " depthwise" : "");
+        const ConvClass kind = conv_class(d);
+        c.group = std::string(to_string(d.pass)) + (kind == ConvClass::general ? "" : " " + std::string(to_string(kind)));
         c.label = rows.field(i, "model") + " n" + std::to_string(d.n) + " c" + std::to_string(d.c) + " " + std::to_string(d.h) + "x" +
                   std::to_string(d.w) + " k" + std::to_string(d.k) + " " + std::to_string(d.r) + "x" + std::to_string(d.s) + "/" +
                   std::to_string(d.stride_h) + (d.groups > 1 ? " g" + std::to_string(d.groups) : "");
@@ -259,10 +261,72 @@ inline void read_attention_cases(const std::filesystem::path& file, std::vector<
     }
 }
 
+/// A norm, pooling or elementwise case (norm.csv, pool.csv, elementwise.csv): the graph op on its own
+/// input(s), in float32 (unit fp32, precision fp32-strict) or bfloat16 (unit bf16, the bf16 mode: no
+/// autocast), lowered as a training step; the kernels of the timed phase, forward or backward.
+inline void read_memory_cases(const std::filesystem::path& file, const std::string& family, std::vector<KernelCorpusCase>& out) {
+    const CsvRows rows(file);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        KernelCorpusCase c;
+        c.family = family;
+        if (!corpus_timing(rows, i, c)) continue;
+        if (c.unit != "fp32" && c.unit != "bf16") rows.fail(i, "unit", "expected fp32 or bf16, got '" + c.unit + "'");
+        const DType dtype = c.unit == "fp32" ? DType::f32 : DType::bf16;
+        const std::string& phase = rows.field(i, "phase");
+        if (phase != "forward" && phase != "backward") rows.fail(i, "phase", "expected forward or backward");
+        const std::string& op = rows.field(i, "op");
+        std::vector<std::int64_t> shape;
+        for (std::string_view s = rows.field(i, "shape"); !s.empty();) {
+            const std::size_t x = s.find('x');
+            std::int64_t v = 0;
+            const auto part = s.substr(0, x);
+            const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+            if (ec != std::errc() || end != part.data() + part.size() || v < 1) rows.fail(i, "shape", "expected sizes joined by x");
+            shape.push_back(v);
+            s = x == std::string_view::npos ? std::string_view() : s.substr(x + 1);
+        }
+        if (shape.empty()) rows.fail(i, "shape", "empty");
+        std::map<std::string, AttrValue> attrs;
+        for (std::string_view s = rows.field(i, "attrs"); !s.empty();) {
+            const std::size_t semi = s.find(';'), eq = s.find('=');
+            if (eq == std::string_view::npos || eq > semi) rows.fail(i, "attrs", "expected name=value pairs joined by ;");
+            const std::string name(s.substr(0, eq)), value(s.substr(eq + 1, semi == std::string_view::npos ? std::string_view::npos : semi - eq - 1));
+            if (value.find('.') != std::string::npos) {
+                attrs[name] = AttrValue(std::stod(value));
+            } else {
+                attrs[name] = AttrValue(static_cast<std::int64_t>(std::stoll(value)));
+            }
+            s = semi == std::string_view::npos ? std::string_view() : s.substr(semi + 1);
+        }
+        if (op == "layernorm") attrs["normalized_shape"] = AttrValue(std::vector<std::int64_t>{shape.back()});
+        if (op == "batchnorm2d") attrs["num_features"] = AttrValue(shape.size() > 1 ? shape[1] : 0);
+        if (op == "softmax") attrs["dim"] = AttrValue(std::int64_t{-1});
+        std::vector<GraphInput> inputs{GraphInput{"", {}, dtype, true}};
+        for (auto v : shape) inputs[0].shape.push_back(Dim(v));
+        if (op == "add" || op == "mul") inputs.push_back(inputs[0]);
+        LoweringOptions o;
+        o.precision = dtype == DType::f32 ? PrecisionMode::fp32_strict : PrecisionMode::bf16;
+        o.optimizer.kind = OptimizerKind::none;
+        const Phase want = phase == "forward" ? Phase::forward : Phase::backward;
+        try {
+            for (const Kernel& k : lower(one_layer_graph(op, std::move(attrs), inputs), o).kernels.kernels) {
+                if (k.kind != KernelKind::host_only && k.phase == want) c.kernels.push_back(k);
+            }
+        } catch (const std::exception& e) {
+            rows.fail(i, "op", e.what());
+        }
+        if (c.kernels.empty()) rows.fail(i, "phase", "the lowering has no kernel in this phase");
+        c.group = op + " " + phase;
+        c.label = op + " " + rows.field(i, "shape") + (rows.field(i, "attrs").empty() ? "" : " " + rows.field(i, "attrs"));
+        out.push_back(std::move(c));
+    }
+}
+
 }  // namespace detail
 
-/// Reads a corpus folder: meta.json (kind roofsim-kernel-corpus) and the gemm.csv, conv.csv and
-/// attention.csv it holds (each optional; at least one). Rows with an error and no time are skipped.
+/// Reads a corpus folder: meta.json (kind roofsim-kernel-corpus) and the gemm.csv, conv.csv,
+/// attention.csv, norm.csv, pool.csv and elementwise.csv it holds (each optional; at least one). Rows
+/// with an error and no time are skipped.
 [[nodiscard]] inline KernelCorpus load_kernel_corpus(const std::filesystem::path& dir) {
     const auto meta_path = dir / "meta.json";
     const nlohmann::json meta = detail::read_json_file(meta_path);
@@ -280,7 +344,12 @@ inline void read_attention_cases(const std::filesystem::path& file, std::vector<
         read(dir / name, corpus.cases);
         any = true;
     }
-    if (!any) throw std::runtime_error(dir.string() + ": no gemm.csv, conv.csv or attention.csv");
+    for (const std::string family : {"norm", "pool", "elementwise"}) {
+        if (!std::filesystem::exists(dir / (family + ".csv"))) continue;
+        detail::read_memory_cases(dir / (family + ".csv"), family, corpus.cases);
+        any = true;
+    }
+    if (!any) throw std::runtime_error(dir.string() + ": no gemm.csv, conv.csv, attention.csv, norm.csv, pool.csv or elementwise.csv");
     return corpus;
 }
 

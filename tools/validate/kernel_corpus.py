@@ -13,6 +13,8 @@ Two steps:
       * Convolution: every distinct 2-D convolution (per-sample geometry) of torchvision's
         classification and detection models at their usual input sizes, each at three batch sizes.
       * Attention: `F.scaled_dot_product_attention` on random B x H x L x D shapes, causal or not.
+      * Norms (layer norm, batch norm), pooling (max, average, adaptive average) and elementwise ops
+        (relu, gelu, silu, sigmoid, tanh, dropout, add, mul, softmax) on random activation shapes.
       Every case carries its half, "fit" or "test", from a hash of its shape: a GEMM's sorted
       dimensions and batch (all layouts of one product in one half), a convolution's geometry less
       its batch size, an attention's shape. The half is fixed before anything is fitted.
@@ -34,6 +36,12 @@ Two steps:
       * A case that fails (out of memory, a backend that refuses the shape) is written with its
         error and no time; no number is ever filled in. At the deadline the run stops and says so
         (meta.json: "complete"); `--resume` measures the rest into the same files.
+
+  kernel_corpus.py kernels cases.json --out DIR [--families gemm,conv]
+      Records which kernels PyTorch launches for each GEMM and convolution call (torch.profiler) and
+      each kernel's time in that call: DIR/<family>_kernels.csv (the case, then `kernels`: index:us
+      pairs joined by `;`) and DIR/kernel_names.txt (line i is kernel i's name). What the library
+      picks (tile, split of K, layout transposes) is read from these names (docs/NOTES.md).
 
 Python 3.11+ standard library and torch (torchvision for `cases` only). roofsim reads the CSVs with
 `roofsim validate --kernels DIR` (docs/validation.md).
@@ -218,13 +226,58 @@ def attention_cases(rng: random.Random) -> list[dict]:
     return cases
 
 
+# The memory-bound families: each op's cases as (op, shape, attrs); attrs hold no commas.
+NORM_CASES, POOL_CASES, ELEMENTWISE_CASES = 160, 160, 240
+MEMORY_ELEMENTS = (1e5, 1.5e8)
+POOLS = (("maxpool2d", "kernel_size=3;stride=2;padding=1"), ("maxpool2d", "kernel_size=2;stride=2;padding=0"),
+         ("avgpool2d", "kernel_size=2;stride=2;padding=0"), ("avgpool2d", "kernel_size=3;stride=1;padding=1"),
+         ("adaptive_avgpool2d", "output_size=1"))
+ELEMENTWISE = ("relu", "gelu", "silu", "sigmoid", "tanh", "dropout", "add", "mul", "softmax")
+
+
+def _image_shape(rng: random.Random) -> list[int]:
+    """N x C x H x W as a convolutional network's activations come."""
+    n = _log_uniform(rng, 1, 128)
+    c = _shape_class(rng, _log_uniform(rng, 16, 2048))
+    hw = rng.choice([7, 14, 28, 56, 112, 224]) if rng.random() < 0.6 else _log_uniform(rng, 8, 300)
+    return [n, c, hw, hw]
+
+
+def memory_cases(rng: random.Random) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {"norm": [], "pool": [], "elementwise": []}
+    seen = set()
+
+    def add(family: str, op: str, shape: list[int], attrs: str) -> None:
+        elements = math.prod(shape)
+        key = (op, tuple(shape), attrs)
+        if not (MEMORY_ELEMENTS[0] <= elements <= MEMORY_ELEMENTS[1]) or key in seen:
+            return
+        seen.add(key)
+        out[family].append({"op": op, "shape": "x".join(str(v) for v in shape), "attrs": attrs,
+                            "half": half_of(f"{family}:{op}:{'x'.join(str(v) for v in shape)}:{attrs}")})
+
+    while len(out["norm"]) < NORM_CASES:
+        if rng.random() < 0.5:
+            add("norm", "layernorm", [_log_uniform(rng, 64, 65536), _shape_class(rng, _log_uniform(rng, 64, 8192))], "")
+        else:
+            add("norm", "batchnorm2d", _image_shape(rng), "")
+    while len(out["pool"]) < POOL_CASES:
+        op, attrs = rng.choice(POOLS)
+        add("pool", op, _image_shape(rng), attrs)
+    while len(out["elementwise"]) < ELEMENTWISE_CASES:
+        op = rng.choice(ELEMENTWISE)
+        shape = [_log_uniform(rng, 16, 65536), _shape_class(rng, _log_uniform(rng, 16, 8192))]
+        add("elementwise", op, shape, "p=0.1" if op == "dropout" else "")
+    return out
+
+
 def cmd_cases(args) -> int:
     rng = random.Random(SEED)
     out = {"seed": SEED, "gemm": gemm_cases(rng), "attention": attention_cases(random.Random(SEED + 1)),
-           "conv": conv_cases()}
+           **memory_cases(random.Random(SEED + 2)), "conv": conv_cases()}
     with open(args.out, "w") as f:
         json.dump(out, f)
-    for fam in ("gemm", "conv", "attention"):
+    for fam in ("gemm", "conv", "attention", "norm", "pool", "elementwise"):
         fit = sum(1 for c in out[fam] if c["half"] == "fit")
         print(f"{fam}: {len(out[fam])} cases ({fit} fit, {len(out[fam]) - fit} test)")
     return 0
@@ -289,7 +342,7 @@ def _set_unit(torch, unit):
     return getattr(torch, dtype)
 
 
-def measure_gemm(torch, case, unit):
+def gemm_call(torch, case, unit):
     dtype = _set_unit(torch, unit)
     m, n, k, b, layout = case["m"], case["n"], case["k"], case["batch"], case["layout"]
     dev = "cuda"
@@ -305,13 +358,11 @@ def measure_gemm(torch, case, unit):
     B = operand(k, n, layout[1] == "T")
     out = torch.empty((b, m, n) if b > 1 else (m, n), device=dev, dtype=dtype)
     if b > 1:
-        fn = lambda: torch.bmm(A, B, out=out)
-    else:
-        fn = lambda: torch.mm(A, B, out=out)
-    return _time_graph(torch, fn)
+        return lambda: torch.bmm(A, B, out=out)
+    return lambda: torch.mm(A, B, out=out)
 
 
-def measure_conv(torch, case, unit, pass_):
+def conv_call(torch, case, unit, pass_):
     dtype = _set_unit(torch, unit)
     n, c, h, w, k = case["n"], case["c"], case["h"], case["w"], case["k"]
     g = case["groups"]
@@ -322,13 +373,10 @@ def measure_conv(torch, case, unit, pass_):
     wt = torch.randn(k, c // g, case["r"], case["s"], device="cuda", dtype=dtype)
     y = torch.ops.aten.convolution(x, wt, None, stride, pad, dil, False, [0, 0], g)
     if pass_ == "forward":
-        fn = lambda: torch.ops.aten.convolution(x, wt, None, stride, pad, dil, False, [0, 0], g)
-    else:
-        dy = torch.randn_like(y)
-        mask = [True, False, False] if pass_ == "backward-data" else [False, True, False]
-        fn = lambda: torch.ops.aten.convolution_backward(dy, x, wt, None, stride, pad, dil, False, [0, 0], g, mask)
-    del y
-    return _time_graph(torch, fn)
+        return lambda: torch.ops.aten.convolution(x, wt, None, stride, pad, dil, False, [0, 0], g)
+    dy = torch.randn_like(y)
+    mask = [True, False, False] if pass_ == "backward-data" else [False, True, False]
+    return lambda: torch.ops.aten.convolution_backward(dy, x, wt, None, stride, pad, dil, False, [0, 0], g, mask)
 
 
 def measure_attention(torch, case, unit, backend, phase):
@@ -360,11 +408,69 @@ def measure_attention(torch, case, unit, backend, phase):
         return fb[0] - f_med[0], fb[1] - f_med[0], fb[2] - f_med[0], fb[3]
 
 
+def _attrs(text: str) -> dict[str, int | float]:
+    out = {}
+    for part in filter(None, text.split(";")):
+        k, v = part.split("=")
+        out[k] = float(v) if "." in v else int(v)
+    return out
+
+
+def memory_call(torch, case, dtype):
+    """(the call, the tensors whose gradients its backward computes) of a norm, pooling or elementwise case."""
+    import torch.nn.functional as F
+    shape = [int(v) for v in case["shape"].split("x")]
+    a = _attrs(case["attrs"])
+    x = torch.randn(shape, device="cuda", dtype=dtype, requires_grad=True)
+    op = case["op"]
+    grads = [x]
+    if op == "layernorm":
+        mod = torch.nn.LayerNorm(shape[-1], device="cuda", dtype=dtype)
+        grads += list(mod.parameters())
+        return (lambda: mod(x)), grads
+    if op == "batchnorm2d":
+        mod = torch.nn.BatchNorm2d(shape[1], device="cuda", dtype=dtype).train()
+        grads += list(mod.parameters())
+        return (lambda: mod(x)), grads
+    if op == "maxpool2d":
+        return (lambda: F.max_pool2d(x, a["kernel_size"], a["stride"], a["padding"])), grads
+    if op == "avgpool2d":
+        return (lambda: F.avg_pool2d(x, a["kernel_size"], a["stride"], a["padding"])), grads
+    if op == "adaptive_avgpool2d":
+        return (lambda: F.adaptive_avg_pool2d(x, a["output_size"])), grads
+    if op in ("add", "mul"):
+        y = torch.randn(shape, device="cuda", dtype=dtype, requires_grad=True)
+        grads.append(y)
+        return ((lambda: x + y) if op == "add" else (lambda: x * y)), grads
+    if op == "dropout":
+        return (lambda: F.dropout(x, a["p"], training=True)), grads
+    if op == "softmax":
+        return (lambda: F.softmax(x, -1)), grads
+    fn = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu, "sigmoid": torch.sigmoid, "tanh": torch.tanh}[op]
+    return (lambda: fn(x)), grads
+
+
+def measure_memory(torch, case, unit, phase):
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[unit]
+    call, grads = memory_call(torch, case, dtype)
+    if phase == "forward":  # in grad mode, as a training step runs it (dropout keeps its mask, ...)
+        return _time_graph(torch, call)
+    dy = torch.randn_like(call())
+
+    def both():
+        torch.autograd.grad(call(), grads, dy)
+    f = _time_graph(torch, call)
+    fb = _time_graph(torch, both)
+    return fb[0] - f[0], fb[1] - f[0], fb[2] - f[0], fb[3]
+
+
+MEMORY_FIELDS = ["half", "unit", "phase", "op", "shape", "attrs"]
 FIELDS = {
     "gemm": ["half", "unit", "layout", "m", "n", "k", "batch"],
     "conv": ["half", "unit", "pass", "n", "c", "h", "w", "k", "r", "s", "stride_h", "stride_w", "pad_h", "pad_w",
              "dilation_h", "dilation_w", "groups", "model"],
     "attention": ["half", "unit", "backend", "phase", "batch", "heads", "seq_q", "seq_kv", "head_dim", "causal"],
+    "norm": MEMORY_FIELDS, "pool": MEMORY_FIELDS, "elementwise": MEMORY_FIELDS,
 }
 TIMING = ["seconds", "p10", "p90", "reps", "error"]
 
@@ -372,11 +478,18 @@ TIMING = ["seconds", "p10", "p90", "reps", "error"]
 def runs_of(family, case):
     if family == "gemm":
         for unit in UNITS:
-            yield {"unit": unit}, lambda torch, unit=unit: measure_gemm(torch, case, unit)
+            yield {"unit": unit}, lambda torch, unit=unit: _time_graph(torch, gemm_call(torch, case, unit))
     elif family == "conv":
         for unit in UNITS:
             for p in ("forward", "backward-data", "backward-filter"):
-                yield {"unit": unit, "pass": p}, lambda torch, unit=unit, p=p: measure_conv(torch, case, unit, p)
+                yield ({"unit": unit, "pass": p},
+                       lambda torch, unit=unit, p=p: _time_graph(torch, conv_call(torch, case, unit, p)))
+    elif family in ("norm", "pool", "elementwise"):
+        for unit in ("fp32", "bf16"):
+            # an add's backward passes its gradient on: no kernel to time
+            for phase in ("forward",) if case["op"] == "add" else ("forward", "backward"):
+                yield ({"unit": unit, "phase": phase},
+                       lambda torch, unit=unit, phase=phase: measure_memory(torch, case, unit, phase))
     else:
         for unit, backend in (("bf16-tensor", "flash"), ("bf16-tensor", "efficient"), ("bf16-tensor", "cudnn"),
                               ("fp32", "efficient"), ("tf32-tensor", "efficient")):
@@ -424,7 +537,7 @@ def cmd_measure(args) -> int:
                 done = {tuple(str(r[k]) for k in shape_fields) for r in csv.DictReader(f)}
         fresh = not done
         with open(path, "w" if fresh else "a", newline="") as f:
-            w = csv.writer(f)
+            w = csv.writer(f, lineterminator="\n")
             if fresh:
                 w.writerow(FIELDS[family] + TIMING)
             for i, case in enumerate(order[:args.limit] if args.limit else order):
@@ -467,6 +580,88 @@ def cmd_measure(args) -> int:
     return 0
 
 
+def _trace_kernels(path: str) -> dict[str, list[tuple[str, float]]]:
+    """From a torch.profiler Chrome trace: each user annotation's GPU work (kernels, memsets and
+    copies launched inside it), as (name, microseconds) in launch order."""
+    import bisect
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    ranges = sorted((e["ts"], e["ts"] + e["dur"], e["name"]) for e in events
+                    if e.get("cat") == "user_annotation" and e.get("ph") == "X")
+    starts = [r[0] for r in ranges]
+    launched = {}  # correlation -> (launch time, annotation)
+    for e in events:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {}):
+            i = bisect.bisect_right(starts, e["ts"]) - 1
+            if i >= 0 and e["ts"] <= ranges[i][1]:
+                launched[e["args"]["correlation"]] = (e["ts"], ranges[i][2])
+    out: dict[str, list] = {}
+    for e in sorted((e for e in events if e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy")),
+                    key=lambda e: e["ts"]):
+        where = launched.get(e.get("args", {}).get("correlation"))
+        if where:
+            out.setdefault(where[1], []).append((e["name"], float(e["dur"])))
+    return out
+
+
+def cmd_kernels(args) -> int:
+    """Which kernels PyTorch runs for each GEMM and convolution case (torch.profiler), and each one's
+    time in that one call: the library's own choice of tile, split and layout transposes."""
+    import tempfile
+    import warnings
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+    warnings.filterwarnings("ignore")
+    with open(args.cases) as f:
+        cases = json.load(f)
+    os.makedirs(args.out, exist_ok=True)
+    torch.backends.cudnn.benchmark = False
+    names: dict[str, int] = {}
+    start = time.monotonic()
+    for family in args.families.split(","):
+        runs = []
+        for case in cases[family][:args.limit] if args.limit else cases[family]:
+            for unit in UNITS:
+                for p in (None,) if family == "gemm" else ("forward", "backward-data", "backward-filter"):
+                    runs.append((case, unit, p))
+        random.Random(SEED).shuffle(runs)  # a run cut short has an even share of every kind of case
+        path = os.path.join(args.out, f"{family}_kernels.csv")
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f, lineterminator="\n")
+            fields = FIELDS[family]
+            w.writerow(fields + ["kernels"])
+            for chunk in range(0, len(runs), args.chunk):
+                part = runs[chunk:chunk + args.chunk]
+                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                    for j, (case, unit, p) in enumerate(part):
+                        fn = None
+                        try:
+                            fn = gemm_call(torch, case, unit) if p is None else conv_call(torch, case, unit, p)
+                            fn()
+                            fn()
+                            with record_function(f"run{j}"):
+                                fn()
+                            torch.cuda.synchronize()
+                        except Exception:  # a shape that fails is left without kernels
+                            torch.cuda.synchronize()
+                        del fn
+                with tempfile.NamedTemporaryFile(suffix=".json") as t:
+                    prof.export_chrome_trace(t.name)
+                    found = _trace_kernels(t.name)
+                for j, (case, unit, p) in enumerate(part):
+                    ks = found.get(f"run{j}", [])
+                    text = ";".join(f"{names.setdefault(n, len(names))}:{d:.1f}" for n, d in ks)
+                    row = dict(case, unit=unit, **({"pass": p} if p else {}))
+                    w.writerow([row[k] for k in fields] + [text])
+                torch.cuda.empty_cache()
+                f.flush()
+                with open(os.path.join(args.out, "kernel_names.txt"), "w") as nf:  # each chunk: a run cut short keeps its names
+                    for n in sorted(names, key=names.get):
+                        nf.write(n.replace("\n", " ") + "\n")
+                print(f"[{time.monotonic() - start:6.1f} s] {family} kernels {chunk + len(part)}/{len(runs)}", flush=True)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -481,8 +676,14 @@ def main() -> int:
     m.add_argument("--deadline-s", type=float, default=0, help="stop starting cases after this many seconds")
     m.add_argument("--limit", type=int, default=0, help="only the first N cases of each family (a smoke run)")
     m.add_argument("--resume", action="store_true", help="append to DIR's CSVs, skipping the cases they hold")
+    k = sub.add_parser("kernels", help="record the kernels PyTorch runs for each GEMM and convolution case")
+    k.add_argument("cases")
+    k.add_argument("--out", required=True, help="directory for <family>_kernels.csv and kernel_names.txt")
+    k.add_argument("--families", default="gemm,conv")
+    k.add_argument("--limit", type=int, default=0, help="only the first N cases of each family (a smoke run)")
+    k.add_argument("--chunk", type=int, default=400, help="calls per profiler session")
     args = ap.parse_args()
-    return cmd_cases(args) if args.cmd == "cases" else cmd_measure(args)
+    return {"cases": cmd_cases, "measure": cmd_measure, "kernels": cmd_kernels}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -56,6 +56,32 @@ inline ScaledGemmParams fit_scaled_gemm(const std::vector<ScaledGemmPoint>& poin
     return best;
 }
 
+/// A convolution pass's parameters, by coordinate search: t0 and f as fit_scaled_gemm finds them with the
+/// transposes' DRAM time (tau x memory) part of `other`, then tau (0 to 6 by 0.25: up to each tensor read and written three times) with t0 and f held,
+/// three rounds from tau = 0.
+inline ConvKernelParams fit_conv(const std::vector<ScaledGemmPoint>& base) {
+    ConvKernelParams best;
+    std::vector<ScaledGemmPoint> points = base;
+    const auto with_tau = [&](double tau) {
+        for (std::size_t i = 0; i < points.size(); ++i) points[i].other = base[i].other + tau * base[i].memory;
+    };
+    for (int round = 0; round < 3; ++round) {
+        with_tau(best.transposes);
+        best.scaled = fit_scaled_gemm(points);
+        double best_error = 1e300;
+        for (int quarter = 0; quarter <= 24; ++quarter) {
+            double sum = 0;
+            for (const auto& q : base) {
+                const double t = q.other + best.scaled.fixed_time.value() + std::max(q.compute * best.scaled.factor, q.memory) +
+                                 quarter * 0.25 * q.memory;
+                sum += std::log(t / q.seconds) * std::log(t / q.seconds);
+            }
+            if (sum < best_error) { best_error = sum; best.transposes = quarter * 0.25; }
+        }
+    }
+    return best;
+}
+
 }  // namespace detail
 
 /// The kernel-model profile fitted to the fit half of `corpus` (its GPU's chip; every unit it timed).
@@ -114,9 +140,9 @@ inline ScaledGemmParams fit_scaled_gemm(const std::vector<ScaledGemmPoint>& poin
         out.gemm[unit] = p;
         counts += (counts.empty() ? "" : ", ") + std::to_string(cases.size()) + " " + std::string(to_string(unit));
     }
-    // Convolutions: per unit, pass and depthwise, t0 and f of t = t0 + max(f x the implicit GEMM's
-    // waves under the fitted GEMM model, the tensors' bytes at DRAM bandwidth), over a grid.
-    std::map<std::tuple<ComputeUnit, ConvPass, bool>, std::vector<detail::ScaledGemmPoint>> conv_cases;
+    // Convolutions: per unit, pass and class, t0, f and tau of t = t0 + max(f x the implicit GEMM's waves
+    // under the fitted GEMM model, the tensors' bytes B at DRAM bandwidth) + tau B / DRAM, over a grid.
+    std::map<std::tuple<ComputeUnit, ConvPass, ConvClass>, std::vector<detail::ScaledGemmPoint>> conv_cases;
     for (const auto& c : corpus.cases) {
         if (c.family != "conv" || c.half != "fit") continue;
         const Kernel& k = c.kernels.front();
@@ -126,12 +152,13 @@ inline ScaledGemmParams fit_scaled_gemm(const std::vector<ScaledGemmPoint>& poin
         g.set_params(it->second);
         const auto& d = std::get<ConvDims>(k.dims);
         const GemmChoice choice = gemm_choice(g, detail::implicit_gemm(d), detail::gemm_element_bytes(k.unit));
-        conv_cases[{k.unit, d.pass, d.groups > 1 && d.groups == d.c}].push_back(
-            {0, choice.compute.value(), (k.bytes() / g.dram).value(), c.measured.value()});
+        conv_cases[{k.unit, d.pass, conv_class(d)}].push_back(
+            {0, choice.compute.value(), (detail::conv_tensor_bytes(d, detail::gemm_element_bytes(k.unit)) / g.dram).value(),
+             c.measured.value()});
     }
     std::size_t conv_count = 0;
     for (const auto& [key, points] : conv_cases) {
-        out.conv[key] = detail::fit_scaled_gemm(points);
+        out.conv[key] = detail::fit_conv(points);
         conv_count += points.size();
     }
     // Fused attention: per unit, backend and phase, t0 and f of the attention kernel's t = t0 + max(f x

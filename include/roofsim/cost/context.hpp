@@ -31,11 +31,11 @@
 
 namespace roofsim {
 
-/// Convolution time relative to the GEMM model of its implicit GEMM, per unit, pass and depthwise or
-/// not: the kernel model's fitted parameters (ScaledGemmParams), or without them the median ratio of
-/// measured cuDNN time to the GEMM model's waves over the calibration's convolution sweep.
+/// Convolution time relative to the GEMM model of its implicit GEMM, per unit, pass and ConvClass: the
+/// kernel model's fitted parameters (ConvKernelParams), or without them the median ratio of measured
+/// cuDNN time to the GEMM model's waves over the calibration's convolution sweep.
 struct ConvModel {
-    ScaledGemmParams params;
+    ConvKernelParams params;
     std::string source;
 };
 
@@ -114,8 +114,8 @@ struct CostContext {
     /// are divided by it (times "as nn"); gemm_cost multiplies by the kernel's.
     std::map<ComputeUnit, std::array<double, 5>> gemm_layout_factor;
     std::string gemm_layout_factor_source;
-    /// Keyed by (unit, pass, depthwise): depthwise convolutions run other kernels than dense ones.
-    std::map<std::tuple<ComputeUnit, ConvPass, bool>, ConvModel> conv;
+    /// Keyed by (unit, pass, class): depthwise, pointwise and general convolutions run other kernels.
+    std::map<std::tuple<ComputeUnit, ConvPass, ConvClass>, ConvModel> conv;
     /// Fused attention by (unit, backend, backward), from the kernel model; a kernel without an entry
     /// takes the framework profile's measured sdpa efficiency (op_factor).
     std::map<std::tuple<ComputeUnit, AttentionBackend, bool>, ScaledGemmParams> attention;
@@ -191,6 +191,17 @@ namespace detail {
 }
 
 [[nodiscard]] inline GemmDims implicit_gemm(const ConvDims& c) {
+    // A pointwise convolution on NCHW tensors is N GEMMs of each sample's matrices, y[n] (K x HW) =
+    // W (K x C) x[n] (C x HW) (H200, cuDNN 9.19: one CUTLASS or cuBLAS GEMM kernel, no transposes):
+    // forward M = K, N = HW, K = C; backward-data M = C, N = HW, K = K; backward-filter M = K, N = C, K = HW.
+    if (conv_class(c) == ConvClass::pointwise) {
+        const std::int64_t hw = c.h * c.w;
+        switch (c.pass) {
+            case ConvPass::forward: return {c.k, hw, c.c, c.n, GemmLayout::nn};
+            case ConvPass::backward_data: return {c.c, hw, c.k, c.n, GemmLayout::tn};
+            case ConvPass::backward_filter: return {c.k, c.c, hw, c.n, GemmLayout::nt};
+        }
+    }
     // forward: M = N P Q, N = K, K = C R S / groups; backward-data: M = N H W, N = C, K = K R S / groups;
     // backward-filter: M = K, N = C R S / groups, K = N P Q. Grouped convolutions run `groups` GEMMs.
     const std::int64_t npq = c.n * c.p() * c.q(), crs = c.c / c.groups * c.r * c.s;
@@ -202,13 +213,23 @@ namespace detail {
     return {};
 }
 
-/// The convolution model: t0 + max(f x the waves of its implicit GEMM (gemm_choice), its tensors'
-/// `bytes` at DRAM bandwidth), with the pass's parameters `m` (ConvModel).
-[[nodiscard]] inline Seconds conv_model_time(const GemmModel& g, const ScaledGemmParams& m, const ConvDims& d, ComputeUnit unit,
+/// The convolution model (ConvKernelParams): t0 + max(f x the waves of its implicit GEMM (gemm_choice),
+/// its tensors' `bytes` at DRAM bandwidth) + tau x those bytes' DRAM time (the layout transposes).
+[[nodiscard]] inline Seconds conv_model_time(const GemmModel& g, const ConvKernelParams& m, const ConvDims& d, ComputeUnit unit,
                                              Bytes bytes) {
     const GemmChoice c = gemm_choice(g, implicit_gemm(d), gemm_element_bytes(unit));
     const Seconds memory = g.dram.value() > 0 ? bytes / g.dram : Seconds(0);
-    return m.fixed_time + std::max(c.compute * m.factor, memory);
+    return m.scaled.fixed_time + std::max(c.compute * m.scaled.factor, memory) + memory * m.transposes;
+}
+
+/// The parameters of a convolution's unit, pass and class in `conv`: a pointwise convolution without
+/// its own takes the general ones; null where neither is there.
+template <class Map>
+[[nodiscard]] auto find_conv_params(const Map& conv, ComputeUnit unit, const ConvDims& d) -> decltype(&conv.begin()->second) {
+    const ConvClass kind = conv_class(d);
+    auto it = conv.find({unit, d.pass, kind});
+    if (it == conv.end() && kind == ConvClass::pointwise) it = conv.find({unit, d.pass, ConvClass::general});
+    return it == conv.end() ? nullptr : &it->second;
 }
 
 }  // namespace detail
@@ -394,21 +415,21 @@ inline constexpr std::int64_t gemm_layout_sensitive_dim = 256;
     }
     // The pass parameters: the kernel model's where it has them, else the sweep's median ratio of
     // measured time to the implicit GEMM's waves.
-    std::map<std::tuple<ComputeUnit, ConvPass, bool>, std::vector<double>> ratios;
+    std::map<std::tuple<ComputeUnit, ConvPass, ConvClass>, std::vector<double>> ratios;
     for (std::size_t i = 0; i < convs.size(); ++i) {
         const auto& [unit, d] = convs[i];
         const GemmChoice c = gemm_choice(ctx.gemm.at(unit), detail::implicit_gemm(d), detail::gemm_element_bytes(unit));
-        ratios[{unit, d.pass, d.groups > 1 && d.groups == d.c}].push_back(seconds[i] / c.compute.value());
+        ratios[{unit, d.pass, conv_class(d)}].push_back(seconds[i] / c.compute.value());
     }
     for (auto& [key, v] : ratios) {
         std::sort(v.begin(), v.end());
-        ctx.conv.emplace(key, ConvModel{ScaledGemmParams{v[v.size() / 2], Seconds(0)},
+        ctx.conv.emplace(key, ConvModel{ConvKernelParams{ScaledGemmParams{v[v.size() / 2], Seconds(0)}, 0},
                                         measured + " (cuDNN sweep, median of " + std::to_string(v.size()) + " shapes)"});
     }
     for (std::size_t i = 0; i < convs.size(); ++i) {
         const auto& [unit, d] = convs[i];
-        const auto m = ctx.conv.find({unit, d.pass, d.groups > 1 && d.groups == d.c});
-        const ScaledGemmParams params = m == ctx.conv.end() ? ScaledGemmParams{} : m->second.params;
+        const ConvModel* m = detail::find_conv_params(ctx.conv, unit, d);
+        const ConvKernelParams params = m ? m->params : ConvKernelParams{};
         const Seconds model_t = detail::conv_model_time(ctx.gemm.at(unit), params, d, unit,
                                                         detail::conv_tensor_bytes(d, detail::gemm_element_bytes(unit)));
         ctx.conv_measured_by_batch[detail::conv_geometry_key(unit, d)][d.n] = detail::measured_point(d.n, Seconds(seconds[i]), model_t);

@@ -36,9 +36,8 @@ namespace roofsim {
             return {same->second.seconds, Bound::compute};  // the calibration timed this very shape
         }
     }
-    const bool depthwise = d.groups > 1 && d.groups == d.c;
-    const auto pass = ctx.conv.find({k.unit, d.pass, depthwise});
-    const ScaledGemmParams params = pass == ctx.conv.end() ? ScaledGemmParams{1, model->second.params().fixed_time} : pass->second.params;
+    const ConvModel* pass = detail::find_conv_params(ctx.conv, k.unit, d);
+    const ConvKernelParams params = pass ? pass->params : ConvKernelParams{ScaledGemmParams{1, model->second.params().fixed_time}, 0};
     // the model's time at this shape, with the tensors' bytes the context prepared its neighbours with
     const Seconds t = detail::conv_model_time(model->second, params, d, k.unit, detail::conv_tensor_bytes(d, detail::gemm_element_bytes(k.unit)));
     // The sweep timed this geometry at other batch sizes: the measured times at the batches that
@@ -51,7 +50,7 @@ namespace roofsim {
         }
     }
     const Seconds memory = k.bytes() / ctx.ceilings.rate(MemoryLevel::dram);
-    return {t, params.fixed_time + memory >= t ? Bound::dram : Bound::compute};
+    return {t, params.scaled.fixed_time + memory * (1 + params.transposes) >= t ? Bound::dram : Bound::compute};
 }
 
 }  // namespace roofsim

@@ -111,6 +111,16 @@ struct ScaledGemmParams {
     Seconds fixed_time{0}; ///< t0
 };
 
+/// A convolution pass's kernel parameters (per architecture family, unit, pass and ConvClass; fitted,
+/// see KernelModelProfile): its implicit GEMM scaled, and the layout transposes around it,
+///   t = t0 + max(f x waves, B / DRAM) + tau B / DRAM,  B the pass's tensors' bytes.
+/// cuDNN's tensor-core engines want NHWC; on PyTorch's NCHW tensors they transpose the input, the filter
+/// and the output (H200, cuDNN 9.19: 2.9 transposes a call, 45 % of a bf16 call's time; docs/NOTES.md).
+struct ConvKernelParams {
+    ScaledGemmParams scaled;
+    double transposes = 0;  ///< tau: the transposes' time per byte of the pass's tensors, in DRAM time (0: none)
+};
+
 namespace detail {
 
 /// The splits of K the model tries when a GEMM has fewer tiles than the SMs can hold.

@@ -23,13 +23,13 @@ struct KernelModelProfile {
     std::string chip;        ///< the architecture family, as data/gpus/*.json names its chip ("GH100")
     std::string provenance;  ///< what the parameters were fitted to, and how
     std::map<ComputeUnit, GemmKernelParams> gemm;
-    /// By (unit, pass, depthwise).
-    std::map<std::tuple<ComputeUnit, ConvPass, bool>, ScaledGemmParams> conv;
+    /// By (unit, pass, class).
+    std::map<std::tuple<ComputeUnit, ConvPass, ConvClass>, ConvKernelParams> conv;
     /// Fused attention, by (unit, backend, backward).
     std::map<std::tuple<ComputeUnit, AttentionBackend, bool>, ScaledGemmParams> attention;
 };
 
-inline constexpr int kernel_model_schema_version = 1;
+inline constexpr int kernel_model_schema_version = 2;
 
 [[nodiscard]] inline nlohmann::json to_json(const KernelModelProfile& p) {
     nlohmann::json units = nlohmann::json::object();
@@ -44,9 +44,10 @@ inline constexpr int kernel_model_schema_version = 1;
     }
     nlohmann::json conv = nlohmann::json::array();
     for (const auto& [key, c] : p.conv) {
-        const auto& [unit, pass, depthwise] = key;
-        conv.push_back({{"unit", std::string(to_string(unit))}, {"pass", std::string(to_string(pass))}, {"depthwise", depthwise},
-                        {"factor", c.factor}, {"fixed_seconds", c.fixed_time.value()}});
+        const auto& [unit, pass, kind] = key;
+        conv.push_back({{"unit", std::string(to_string(unit))}, {"pass", std::string(to_string(pass))},
+                        {"class", std::string(to_string(kind))}, {"factor", c.scaled.factor},
+                        {"fixed_seconds", c.scaled.fixed_time.value()}, {"transposes", c.transposes}});
     }
     nlohmann::json attention = nlohmann::json::array();
     for (const auto& [key, a] : p.attention) {
@@ -77,7 +78,8 @@ namespace detail {
     const detail::JsonCursor root(j, origin, "");
     if (root.at("kind").string() != "roofsim-kernel-model") root.at("kind").fail("expected roofsim-kernel-model");
     if (root.at("schema_version").integer() != kernel_model_schema_version) {
-        root.at("schema_version").fail("expected " + std::to_string(kernel_model_schema_version));
+        root.at("schema_version").fail("expected " + std::to_string(kernel_model_schema_version) +
+                                       " (a profile of another version: fit it again with `roofsim fit-kernels`)");
     }
     KernelModelProfile p;
     p.chip = root.at("chip").string();
@@ -104,9 +106,11 @@ namespace detail {
         const ComputeUnit unit = detail::kernel_model_unit(c.at("unit"), c.at("unit").string());
         const auto pass = conv_pass_from_key(c.at("pass").string());
         if (!pass) c.at("pass").fail("expected forward, backward-data or backward-filter");
-        const auto key = std::tuple{unit, *pass, c.at("depthwise").boolean()};
-        if (p.conv.count(key) != 0) c.fail("a second entry of this unit, pass and depthwise");
-        p.conv[key] = detail::scaled_gemm_params(c);
+        const auto kind = conv_class_from_key(c.at("class").string());
+        if (!kind) c.at("class").fail("expected general, pointwise or depthwise");
+        const auto key = std::tuple{unit, *pass, *kind};
+        if (p.conv.count(key) != 0) c.fail("a second entry of this unit, pass and class");
+        p.conv[key] = ConvKernelParams{detail::scaled_gemm_params(c), c.at("transposes").non_negative()};
     }
     const detail::JsonCursor attention = root.has("attention") ? root.at("attention") : detail::JsonCursor(none, origin, "/attention");
     for (std::size_t i = 0; i < attention.array_size(); ++i) {
