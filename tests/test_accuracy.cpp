@@ -82,7 +82,6 @@ constexpr KnownMiss known_misses[] = {
     {"zoo", "bert-base/b128xs128/amp-bf16", host_short},
     {"zoo", "bert-encoder/b128xs128/amp-bf16", host_short},
     {"exported", "bert-base/b128xs128/amp-bf16", host_short},
-    {"exported", "gpt2-small/b4xs1024/amp-bf16", host_short},
 };
 const KnownMiss* known_miss(const std::string& path, const std::string& id) {
     for (const KnownMiss& m : known_misses) {

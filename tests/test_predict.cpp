@@ -394,6 +394,7 @@ TEST_CASE("a column sum's time follows the timed sums' seconds per byte over row
     const double a = 4e-11, b = 1e-11, c = 2e-11, d = 0.5e-11;
     CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
     ctx.kernel_floor = Seconds(0);
+    ctx.memory_fixed_time = Seconds(0);  // the sums' own seconds per byte alone
     ctx.op_factor[{"sum", Phase::backward, true}] = {point(100, 1000, a), point(100, 4000, b), point(400, 1000, c),
                                                      point(400, 4000, d)};
     const auto bias_gradient = [](std::int64_t columns, std::int64_t rows) {  // bfloat16 dY summed over its rows
@@ -1365,6 +1366,7 @@ TEST_CASE("elementwise loops over mixed dtypes take the mixed-dtype add's timing
     REQUIRE(f.op_timings.size() == 2);
     CostContext plain = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
     plain.kernel_floor = Seconds(0);
+    plain.memory_fixed_time = Seconds(0);  // timings set at multiples of the modelled work alone
     const auto lowered = [](const OpTiming& t) {
         LoweringOptions o;
         o.precision = t.precision;
@@ -1469,6 +1471,7 @@ TEST_CASE("a depthwise conv1d takes its own timing's efficiency, the depthwise c
     };
     CostContext plain = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
     plain.kernel_floor = Seconds(0);
+    plain.memory_fixed_time = Seconds(0);  // timings set at multiples of the modelled work alone
     // the forward depthwise kernel of a timing's layer, and its modelled time
     const auto forward_kernel = [&](const nlohmann::json& timing) {
         const FrameworkProfile one = framework_profile_from_json(framework_doc(nlohmann::json::object(), nlohmann::json::array({timing})), "test");
@@ -1513,6 +1516,7 @@ TEST_CASE("an elementwise op timed at two sizes takes its efficiency by its kern
     };
     CostContext plain = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
     plain.kernel_floor = Seconds(0);
+    plain.memory_fixed_time = Seconds(0);  // timings set at multiples of the modelled work alone
     // a relu forward kernel over `rows` x 1024 float32 elements, and its modelled time
     const auto forward_kernel = [&](std::int64_t rows) {
         const FrameworkProfile one = framework_profile_from_json(framework_doc(nlohmann::json::object(), nlohmann::json::array({relu(rows, 1.0)})), "test");
@@ -1616,4 +1620,30 @@ TEST_CASE("a framework profile of this GPU without its op timings or kernel gap 
     CHECK_THROWS_WITH(make_cost_context(h200, find_builtin_calibration("h200-sxm"), &f), Catch::Contains("no op timings"));
     // measured with another GPU, the profile gives host costs only: neither is read
     CHECK_NOTHROW(make_cost_context(gpu_or_throw("a100-80gb-sxm"), nullptr, &f));
+}
+
+TEST_CASE("a memory-bound kernel pays the kernel model's fixed time once, and its per-op efficiency scales only its work", "[predict][cost]") {
+    CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
+    ctx.kernel_floor = Seconds(0);
+    REQUIRE(ctx.memory_fixed_time.value() > 0);  // the GH100 kernel model's, fitted to the corpus's elementwise calls
+    Kernel k;
+    k.kind = KernelKind::elementwise;
+    k.op = "aten::relu";
+    k.dtype = DType::f32;
+    k.bytes_read = Bytes(64e6);
+    k.bytes_written = Bytes(64e6);
+    CostContext none = ctx;
+    none.memory_fixed_time = Seconds(0);
+    const double work = detail::kernel_cost(k, none, 1.0, nullptr).time.value();
+    CHECK(detail::kernel_cost(k, ctx, 1.0, nullptr).time.value() == Catch::Approx(ctx.memory_fixed_time.value() + work));
+    CHECK(detail::kernel_cost(k, ctx, 2.0, nullptr).time.value() == Catch::Approx(ctx.memory_fixed_time.value() + 2 * work));
+    // a GEMM takes none of it
+    Kernel g;
+    g.kind = KernelKind::gemm;
+    g.op = "aten::mm";
+    g.unit = ComputeUnit::bf16_tensor;
+    g.dtype = DType::bf16;
+    g.dims = GemmDims{4096, 4096, 4096, 1, GemmLayout::nn};
+    g.flops = gemm_flops(std::get<GemmDims>(g.dims));
+    CHECK(detail::kernel_cost(g, ctx, 1.0, nullptr).time.value() == Catch::Approx(detail::kernel_cost(g, none, 1.0, nullptr).time.value()));
 }

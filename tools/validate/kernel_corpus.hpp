@@ -393,10 +393,24 @@ struct KernelCaseError {
     return out;
 }
 
-/// The cost context a corpus is predicted with: its GPU's built-in calibration and framework profile.
-[[nodiscard]] inline CostContext kernel_corpus_context(const KernelCorpus& corpus) {
+/// The cost context a corpus is predicted with: its GPU's built-in calibration and framework profile,
+/// with the stream of a CUDA-graph replay, as the corpus was timed: no host launches between kernels,
+/// so no kernel takes less than the calibration's graph interval of empty kernels (launch/gpu_interval)
+/// in place of the eager launch interval, and no eager gap after it (gpu_kernel_gap).
+/// `kernels`: the kernel model to price with (the built-in one of the GPU's chip where null).
+[[nodiscard]] inline CostContext kernel_corpus_context(const KernelCorpus& corpus, const KernelModelProfile* kernels = nullptr) {
     const GpuSpec& spec = gpu_or_throw(corpus.gpu_key);
-    return make_cost_context(spec, find_builtin_calibration(spec.key), find_builtin_framework_profile(spec.key));
+    const Calibration* cal = find_builtin_calibration(spec.key);
+    CostContext ctx = make_cost_context(spec, cal, kernels ? kernels : find_builtin_kernel_model(spec.chip.value));
+    if (const FrameworkProfile* framework = find_builtin_framework_profile(spec.key)) apply_framework_profile(ctx, *framework);
+    if (cal) {
+        if (const auto floor = launch_gpu_interval(*cal)) {
+            ctx.kernel_floor = *floor;
+            ctx.kernel_floor_source = "the calibration's graph interval of empty kernels (launch/gpu_interval)";
+        }
+    }
+    ctx.kernel_gap = Seconds(0);
+    return ctx;
 }
 
 }  // namespace roofsim

@@ -137,6 +137,9 @@ struct CostContext {
     /// include it; a kernel at the floor too)
     Seconds kernel_gap{0};
     std::string kernel_gap_source;
+    /// The fixed time of a memory-bound kernel besides its bytes at the measured bandwidth (the kernel
+    /// model's; 0 without one).
+    Seconds memory_fixed_time{0};
     /// Measured / modelled GPU time of PyTorch's own kernels for a graph op, by (op, phase, 16-bit):
     /// the efficiency of its implementation against the byte and FLOP counts (framework.hpp), one
     /// point per op timing (normalizations at several reduction shapes). Looked up by
@@ -326,6 +329,7 @@ inline constexpr std::int64_t gemm_layout_sensitive_dim = 256;
             if (ctx.gemm.count(std::get<0>(key)) != 0) ctx.conv[key] = ConvModel{params, "kernel model of " + kernels->chip + ": " + kernels->provenance};
         }
         ctx.attention = kernels->attention;
+        ctx.memory_fixed_time = kernels->memory_fixed_time;
         if (!ctx.attention.empty()) ctx.attention_source = "kernel model of " + kernels->chip + ": " + kernels->provenance;
     }
     if (!calibration) return ctx;

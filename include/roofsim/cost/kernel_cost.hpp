@@ -39,6 +39,12 @@ namespace roofsim {
     return ctx.kernel_gap;
 }
 
+/// The kinds priced as PyTorch's memory-bound kernels (streaming_cost with the kernel model's fixed time).
+[[nodiscard]] constexpr bool is_memory_bound_kind(KernelKind k) {
+    return k != KernelKind::gemm && k != KernelKind::conv && k != KernelKind::attention && k != KernelKind::unknown &&
+           k != KernelKind::host_only;
+}
+
 namespace detail {
 
 /// kernel_cost, for a caller costing many kernels: with the kernel's per-op efficiency `factor`
@@ -67,16 +73,18 @@ namespace detail {
             c = std::holds_alternative<AttentionDims>(k.dims) ? attention_cost(k, std::get<AttentionDims>(k.dims), ctx)
                                                                : streaming_cost(k, ctx, false, memo);
             break;
-        case KernelKind::reduction: c = streaming_cost(k, ctx, true, memo); break;
+        case KernelKind::reduction: c = streaming_cost(k, ctx, true, memo, ctx.memory_fixed_time); break;
         case KernelKind::unknown: {
             KernelWork w{k.flops, k.unit, k.bytes(), std::nullopt};
             const RooflineTime r = roofline_time(w, ctx.ceilings);
             c = {r.time, r.bound};
             break;
         }
-        default: c = streaming_cost(k, ctx, false, memo); break;
+        default: c = streaming_cost(k, ctx, false, memo, ctx.memory_fixed_time); break;
     }
-    c.time *= factor;
+    // the per-op efficiency scales what the kernel's work costs; a memory-bound kernel's fixed time stays
+    const Seconds fixed = is_memory_bound_kind(k.kind) ? ctx.memory_fixed_time : Seconds(0);
+    c.time = fixed + (c.time - fixed) * factor;
     if (c.time < ctx.kernel_floor) c = {ctx.kernel_floor, Bound::latency};
     return c;
 }

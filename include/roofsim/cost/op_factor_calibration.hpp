@@ -41,6 +41,9 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
     ctx.op_factor.clear();
     CostContext plain = ctx;  // the cost models alone: no per-op factor, no floor
     plain.kernel_floor = Seconds(0);
+    // what a factor scales: a memory-bound kernel's work without its fixed time (kernel_cost)
+    CostContext work = plain;
+    work.memory_fixed_time = Seconds(0);
     const auto is_16_bit = [](DType d) { return d == DType::bf16 || d == DType::f16; };
     const auto lowered = [](const OpTiming& t) {
         LoweringOptions o;
@@ -60,8 +63,9 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
         if (t.graph.layers.front().op != "cast") continue;
         for (const Kernel& k : lowered(t).kernels.kernels) {
             if (!is_cast(k) || k.phase == Phase::optimizer) continue;
-            const Seconds modelled = kernel_cost(k, plain).time;
-            if (modelled.value() > 0) ctx.op_factor[{"cast", k.phase, is_16_bit(k.dtype)}].push_back({std::nullopt, std::nullopt, measured(t, k.phase) / modelled.value()});
+            const Seconds modelled = kernel_cost(k, work).time;
+            const double own = std::max(measured(t, k.phase) - plain.memory_fixed_time.value(), 0.1 * measured(t, k.phase));
+            if (modelled.value() > 0) ctx.op_factor[{"cast", k.phase, is_16_bit(k.dtype)}].push_back({std::nullopt, std::nullopt, own / modelled.value()});
         }
     }
     CostContext with_casts = plain;  // the casts' own efficiency (then the adds'), nothing else
@@ -84,7 +88,7 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
             if (is_depthwise_conv(k)) op = factor_op(k);  // depthwise_conv2d, or depthwise_conv1d
         }
         if (all_mixed(step)) op = "elementwise_mixed";
-        Seconds modelled[2] = {Seconds(0), Seconds(0)}, others[2] = {Seconds(0), Seconds(0)};
+        Seconds modelled[2] = {Seconds(0), Seconds(0)}, others[2] = {Seconds(0), Seconds(0)}, fixed[2] = {Seconds(0), Seconds(0)};
         Bytes own_bytes[2] = {Bytes(0), Bytes(0)};
         double own_size[2] = {0, 0};  // factor_size summed over the op's own kernels
         int own_kernels[2] = {0, 0};
@@ -100,7 +104,8 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
             // sums at their measured efficiency, a depthwise layer's bias gradient plain) is what the
             // measurement holds besides them
             if (own) {
-                modelled[i] += kernel_cost(k, plain).time;
+                modelled[i] += kernel_cost(k, work).time;
+                if (is_memory_bound_kind(k.kind)) fixed[i] += plain.memory_fixed_time;
                 own_bytes[i] += k.bytes();
                 own_size[i] += factor_size(k);
                 ++own_kernels[i];
@@ -116,8 +121,9 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
         for (const Phase phase : {Phase::forward, Phase::backward}) {
             const int i = phase == Phase::forward ? 0 : 1;
             if (modelled[i].value() <= 0 || measured(t, phase) <= 0) continue;
-            // what the op's own kernels took: the measurement less the other kernels, at least a tenth of it
-            const double own = std::max(measured(t, phase) - others[i].value(), 0.1 * measured(t, phase));
+            // what the op's own kernels' work took: the measurement less the other kernels and the own
+            // kernels' fixed times, at least a tenth of it
+            const double own = std::max(measured(t, phase) - others[i].value() - fixed[i].value(), 0.1 * measured(t, phase));
             OpFactorPoint point{norm, attention, own / modelled[i].value()};
             if (op == "sum" && own_bytes[i].value() > 0) point.seconds_per_byte = own / own_bytes[i].value();
             // the size it was timed at, for ops timed at several (op_factor_at)
@@ -147,18 +153,22 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
 /// The cost context of a GPU with its calibration and the framework profile measured with it: the
 /// per-op efficiencies and the gap between back-to-back kernels apply only when the profile was
 /// measured on this GPU model.
+/// A framework profile's figures into `ctx`: the per-op efficiencies of its op timings and the GPU's gap
+/// between eager kernels.
+inline void apply_framework_profile(CostContext& ctx, const FrameworkProfile& framework) {
+    if (framework.op_timings.empty()) {
+        throw std::runtime_error("framework profile of " + framework.device_name + " (" + framework.date_utc.substr(0, 10) +
+                                 "): no op timings (calibrate/torch_framework_probe.py measures them)");
+    }
+    calibrate_op_factors(ctx, framework);
+    ctx.kernel_gap = framework.required("gpu_kernel_gap");
+    ctx.kernel_gap_source = framework.provenance() + " (gpu_kernel_gap)";
+}
+
 [[nodiscard]] inline CostContext make_cost_context(const GpuSpec& spec, const Calibration* calibration,
                                                    const FrameworkProfile* framework) {
     CostContext ctx = make_cost_context(spec, calibration);
-    if (framework && framework->gpu_key == spec.key) {
-        if (framework->op_timings.empty()) {
-            throw std::runtime_error("framework profile of " + framework->device_name + " (" + framework->date_utc.substr(0, 10) +
-                                     "): no op timings (calibrate/torch_framework_probe.py measures them)");
-        }
-        calibrate_op_factors(ctx, *framework);
-        ctx.kernel_gap = framework->required("gpu_kernel_gap");
-        ctx.kernel_gap_source = framework->provenance() + " (gpu_kernel_gap)";
-    }
+    if (framework && framework->gpu_key == spec.key) apply_framework_profile(ctx, *framework);
     return ctx;
 }
 

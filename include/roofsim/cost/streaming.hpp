@@ -24,16 +24,18 @@
 
 namespace roofsim {
 
-/// Memory-bound kernels: bytes / bandwidth at that working set (the calibration's curve for the
-/// pattern; the DRAM ceiling without one). `memo`, where given, remembers the curves' bandwidths.
+/// Memory-bound kernels: t0 + bytes / bandwidth at that working set (the calibration's curve for the
+/// pattern; the DRAM ceiling without one), t0 `fixed` (CostContext::memory_fixed_time for PyTorch's
+/// memory-bound kernels). `memo`, where given, remembers the curves' bandwidths.
 [[nodiscard]] inline KernelCost streaming_cost(const Kernel& k, const CostContext& ctx, bool read_mostly,
-                                               detail::BandwidthMemo* memo = nullptr) {
+                                               detail::BandwidthMemo* memo = nullptr, Seconds fixed = Seconds(0)) {
     const auto& curve = read_mostly ? ctx.read_curve : ctx.copy_curve;
     const std::optional<BytesPerSecond> measured =
         memo ? memo->bandwidth(read_mostly, k.bytes()) : detail::curve_bandwidth(curve, k.bytes());
     const BytesPerSecond bw = measured.value_or(memo ? memo->dram() : ctx.ceilings.rate(MemoryLevel::dram));
     KernelCost c{k.bytes() / bw, Bound::dram};
     if (k.flops.value() > 0 && k.unit != ComputeUnit::fp32) c.time = max(c.time, k.flops / ctx.ceilings.rate(k.unit));
+    c.time += fixed;
     return c;
 }
 

@@ -27,6 +27,9 @@ struct KernelModelProfile {
     std::map<std::tuple<ComputeUnit, ConvPass, ConvClass>, ConvKernelParams> conv;
     /// Fused attention, by (unit, backend, backward).
     std::map<std::tuple<ComputeUnit, AttentionBackend, bool>, ScaledGemmParams> attention;
+    /// PyTorch's memory-bound kernels (elementwise, reductions, norms, softmax, copies): the time one
+    /// takes besides its bytes at the calibration's bandwidth (launch ramp and tail of its grid).
+    Seconds memory_fixed_time{0};
 };
 
 inline constexpr int kernel_model_schema_version = 2;
@@ -56,7 +59,8 @@ inline constexpr int kernel_model_schema_version = 2;
                              {"phase", backward ? "backward" : "forward"}, {"factor", a.factor}, {"fixed_seconds", a.fixed_time.value()}});
     }
     return {{"kind", "roofsim-kernel-model"}, {"schema_version", kernel_model_schema_version}, {"chip", p.chip},
-            {"provenance", p.provenance}, {"gemm", units}, {"conv", conv}, {"attention", attention}};
+            {"provenance", p.provenance}, {"gemm", units}, {"conv", conv}, {"attention", attention},
+            {"memory", {{"fixed_seconds", p.memory_fixed_time.value()}}}};
 }
 
 namespace detail {
@@ -124,6 +128,7 @@ namespace detail {
         if (p.attention.count(key) != 0) a.fail("a second entry of this unit, backend and phase");
         p.attention[key] = detail::scaled_gemm_params(a);
     }
+    if (root.has("memory")) p.memory_fixed_time = Seconds(root.at("memory").at("fixed_seconds").non_negative());
     return p;
 }
 
