@@ -221,6 +221,8 @@ TEST_CASE("a norm, pooling or elementwise case the lowering refuses is an error 
     CHECK_THROWS_WITH(load_kernel_corpus(dir), Catch::Contains("pool.csv:2: unit: expected fp32 or bf16"));
     std::ofstream(dir / "pool.csv") << header << "test,fp32,forward,maxpool2d,8x16xx32,,1e-5,1e-5,1e-5,5,\n";
     CHECK_THROWS_WITH(load_kernel_corpus(dir), Catch::Contains("pool.csv:2: shape"));
+    std::ofstream(dir / "pool.csv") << header << "test,fp32,forward,maxpool2d,8x16x32x32,kernel_size=three,1e-5,1e-5,1e-5,5,\n";
+    CHECK_THROWS_WITH(load_kernel_corpus(dir), Catch::Contains("pool.csv:2: attrs: kernel_size: expected an integer, got 'three'"));
     // a good row lowers to the pooling's kernels of that phase
     std::ofstream(dir / "pool.csv") << header << "test,bf16,backward,maxpool2d,8x16x32x32,kernel_size=2;stride=2;padding=0,1e-5,1e-5,1e-5,5,\n";
     const KernelCorpus c = load_kernel_corpus(dir);

@@ -291,10 +291,17 @@ inline void read_memory_cases(const std::filesystem::path& file, const std::stri
             const std::size_t semi = s.find(';'), eq = s.find('=');
             if (eq == std::string_view::npos || eq > semi) rows.fail(i, "attrs", "expected name=value pairs joined by ;");
             const std::string name(s.substr(0, eq)), value(s.substr(eq + 1, semi == std::string_view::npos ? std::string_view::npos : semi - eq - 1));
+            const char* const end = value.data() + value.size();
             if (value.find('.') != std::string::npos) {
-                attrs[name] = AttrValue(std::stod(value));
+                double v = 0;
+                const auto r = std::from_chars(value.data(), end, v);
+                if (r.ec != std::errc() || r.ptr != end) rows.fail(i, "attrs", name + ": expected a number, got '" + value + "'");
+                attrs[name] = AttrValue(v);
             } else {
-                attrs[name] = AttrValue(static_cast<std::int64_t>(std::stoll(value)));
+                std::int64_t v = 0;
+                const auto r = std::from_chars(value.data(), end, v);
+                if (r.ec != std::errc() || r.ptr != end) rows.fail(i, "attrs", name + ": expected an integer, got '" + value + "'");
+                attrs[name] = AttrValue(v);
             }
             s = semi == std::string_view::npos ? std::string_view() : s.substr(semi + 1);
         }
