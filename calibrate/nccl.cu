@@ -6,6 +6,7 @@
 #ifdef ROOFSIM_HAVE_NCCL
 #include <nccl.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace roofsim::calib {
@@ -48,40 +49,52 @@ void run_nccl(ProbeContext& ctx) {
         cleanup.streams.push_back(s);
     }
     const int samples = ctx.quick ? 3 : 7;
+    // From a buffer that gives every GPU at least one float (latency) to max_bytes (bandwidth), by
+    // powers of 4 from 16 B, so that the ladder ends on max_bytes (a power of 2^10).
+    std::size_t min_bytes = 16;
+    while (min_bytes < 4 * static_cast<std::size_t>(n)) min_bytes *= 4;
     for (const char* op : {"all-reduce", "all-gather", "reduce-scatter"}) {
-        for (std::size_t bytes = 1 << 20; bytes <= max_bytes; bytes *= (ctx.quick ? 8 : 4)) {
+        for (std::size_t bytes = min_bytes; bytes <= max_bytes; bytes *= (ctx.quick ? 16 : 4)) {
             ctx.check_deadline(std::string("nccl ") + op);
             const std::string o = op;
-            auto issue = [&] {
-                RS_NCCL(ncclGroupStart());
-                for (int g = 0; g < n; ++g) {
-                    float* send = cleanup.bufs[2 * g];
-                    float* recv = cleanup.bufs[2 * g + 1];
-                    const std::size_t count = bytes / 4;
-                    if (o == "all-reduce") RS_NCCL(ncclAllReduce(send, recv, count, ncclFloat, ncclSum, comms[g], cleanup.streams[g]));
-                    else if (o == "all-gather") RS_NCCL(ncclAllGather(send, recv, count / n, ncclFloat, comms[g], cleanup.streams[g]));
-                    else RS_NCCL(ncclReduceScatter(send, recv, count / n, ncclFloat, ncclSum, comms[g], cleanup.streams[g]));
+            auto issue = [&](int calls) {
+                for (int c = 0; c < calls; ++c) {
+                    RS_NCCL(ncclGroupStart());
+                    for (int g = 0; g < n; ++g) {
+                        float* send = cleanup.bufs[2 * g];
+                        float* recv = cleanup.bufs[2 * g + 1];
+                        const std::size_t count = bytes / 4;
+                        if (o == "all-reduce") RS_NCCL(ncclAllReduce(send, recv, count, ncclFloat, ncclSum, comms[g], cleanup.streams[g]));
+                        else if (o == "all-gather") RS_NCCL(ncclAllGather(send, recv, count / n, ncclFloat, comms[g], cleanup.streams[g]));
+                        else RS_NCCL(ncclReduceScatter(send, recv, count / n, ncclFloat, ncclSum, comms[g], cleanup.streams[g]));
+                    }
+                    RS_NCCL(ncclGroupEnd());
                 }
-                RS_NCCL(ncclGroupEnd());
                 for (int g = 0; g < n; ++g) {
                     RS_CUDA(cudaSetDevice(g));
                     RS_CUDA(cudaStreamSynchronize(cleanup.streams[g]));
                 }
             };
-            issue();
+            issue(1);
+            const auto w0 = std::chrono::steady_clock::now();
+            issue(1);
+            const double one = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+            // Small collectives take microseconds: time a batch of calls (about 2 ms) per sample.
+            const int calls = static_cast<int>(std::clamp(2e-3 / std::max(one, 1e-9), 1.0, 200.0));
             std::vector<double> t;
             for (int i = 0; i < samples; ++i) {
                 const auto t0 = std::chrono::steady_clock::now();
-                issue();
-                t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+                issue(calls);
+                t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / calls);
             }
             CollectiveRecord r;
             r.op = op;
             r.gpus = n;
             r.bytes = static_cast<double>(bytes);
             r.seconds = summarize(t);
-            r.seconds.method = "one process, ncclCommInitAll over all visible GPUs, grouped launch + stream sync, host steady_clock, median of " +
-                               std::to_string(samples) + " after 1 warm-up; bytes = total buffer size (nccl-tests convention)";
+            r.seconds.method = "one process, ncclCommInitAll over all visible GPUs, grouped launches, " + std::to_string(calls) +
+                               " back to back then a sync of every GPU's stream, per call, host steady_clock, median of " +
+                               std::to_string(samples) + " after 2 warm-ups; bytes = total buffer size (nccl-tests convention)";
             r.algorithm_bytes_per_second = r.bytes / r.seconds.median;
             const double factor = o == "all-reduce" ? 2.0 * (n - 1) / n : double(n - 1) / n;
             r.bus_bytes_per_second = r.algorithm_bytes_per_second * factor;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CPU smoke test of the PyTorch measurement scripts:
-#   tools/validate/measure_pytorch.py and calibrate/torch_framework_probe.py,
+#   tools/validate/measure_pytorch.py, tools/validate/measure_ddp.py (two processes over gloo) and
+#   calibrate/torch_framework_probe.py,
 # each run with --device cpu --smoke into a temporary folder, then the JSON is checked
 # (parses, required keys, positive finite times, every case measured or skipped with a reason).
 # Skips (exit 0, prints "skipped: no torch") when no Python here can import torch.
@@ -180,4 +181,53 @@ then
     echo "2 passed, 1 failed"
     exit 1
 fi
-echo "3 passed, 0 failed"
+# measure_ddp.py as torchrun starts it (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_*), two processes over
+# gloo on the CPU: the smoke cases measured (or skipped with a reason), DDP's buckets, the all_reduce sweep.
+export MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + RANDOM % 20000)) WORLD_SIZE=2
+pids=()
+for rank in 0 1; do
+    RANK=$rank LOCAL_RANK=$rank timeout 600 "$py" "$root/tools/validate/measure_ddp.py" --device cpu --smoke \
+        --warmup 1 --repeats 2 --out "$tmp/out/ddp.json" >"$tmp/ddp-$rank.log" 2>&1 &
+    pids+=($!)
+done
+ddp_ok=1
+for pid in "${pids[@]}"; do wait "$pid" || ddp_ok=0; done
+if [ $ddp_ok -ne 1 ]; then
+    cat "$tmp/ddp-0.log" "$tmp/ddp-1.log"
+    echo "FAIL: measure_ddp exited non-zero"
+    echo "3 passed, 1 failed"
+    exit 1
+fi
+if ! "$py" - "$tmp/out/ddp.json" <<'PYEOF'
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+failures = []
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+check(d.get("kind") == "roofsim-ddp-validation" and d.get("schema_version") == 1, "ddp: kind / schema_version")
+check(d.get("complete") is True and d.get("world_size") == 2 and d.get("backend") == "gloo", "ddp: complete, 2 ranks, gloo")
+cases, skipped = d.get("model_cases", []), d.get("skipped", [])
+check(len(cases) + len(skipped) == 2, "ddp: every smoke case measured or skipped")
+check(all(s.get("id") and s.get("reason") for s in skipped), "ddp: a skip without its reason")
+check(len(cases) >= 1, "ddp: no case measured (resnet50 needs only torchvision)")
+for c in cases:
+    step = c.get("step_seconds", {})
+    check(len(step.get("values", [])) == 4 and all(math.isfinite(v) and v > 0 for v in step["values"]),
+          f"ddp {c.get('id')}: two rounds of 2 steps")
+    check(c.get("step_no_sync_seconds", {}).get("median", 0) > 0, f"ddp {c.get('id')}: no_sync step")
+    sizes = c.get("ddp", {}).get("buckets", {}).get("rebuilt_bucket_sizes")
+    check(isinstance(sizes, str) and sum(int(x) for x in sizes.split(",")) == c.get("gradient_bytes"),
+          f"ddp {c.get('id')}: the rebuilt buckets hold every gradient byte")
+sweep = d.get("all_reduce", [])
+check(len(sweep) >= 5 and sweep[0]["bytes"] == 16 and all(r["seconds"]["median"] > 0 for r in sweep),
+      "ddp: the all_reduce sweep from 16 B")
+for failure in failures:
+    print("FAIL:", failure)
+sys.exit(1 if failures else 0)
+PYEOF
+then
+    echo "3 passed, 1 failed"
+    exit 1
+fi
+echo "4 passed, 0 failed"
