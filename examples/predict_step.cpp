@@ -1,5 +1,6 @@
-// Predicts one training step of a small MLP built in C++, on an A100 by its datasheet and on the
-// H200 with the measured profile and framework costs that ship with roofsim.
+// Predicts one training step of a small MLP built in C++, on an A100 by its datasheet, on the H200
+// with the measured profile and framework costs that ship with roofsim, and data-parallel over two
+// H200s with the NCCL times measured on such a pair.
 #include <roofsim/roofsim.hpp>
 
 #include <cstdio>
@@ -30,5 +31,13 @@ int main() {
     const Prediction measured = predict(graph, h200, options);
     std::printf("h200-sxm (measured profile): step %.3f ms, %zu kernels\n", to_milliseconds(measured.step_time),
                 measured.kernels.kernels.size());
+
+    CostContext pair = h200;
+    add_builtin_collectives(pair, "h200-sxm");
+    options.data_parallel.gpus = 2;
+    const Prediction two = predict(graph, pair, options);
+    std::printf("2 x h200-sxm (DDP): step %.3f ms, all-reduce %.3f ms in %zu buckets, %.3f ms of it exposed\n",
+                to_milliseconds(two.step_time), to_milliseconds(two.communication_time), two.buckets.size(),
+                to_milliseconds(two.communication_exposed));
     return 0;
 }

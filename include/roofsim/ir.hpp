@@ -54,12 +54,14 @@ enum class KernelKind {
     optimizer,      ///< a (multi-tensor) optimizer update
     host_only,      ///< an op the host dispatches that launches no kernel (views, reshapes)
     unknown,        ///< an op with no cost model: kept with its shapes and flagged, never counted as zero
+    collective,     ///< an NCCL collective (DDP's gradient all-reduce), on the communication stream
 };
 
-inline constexpr std::array<KernelKind, 12> all_kernel_kinds = {
+inline constexpr std::array<KernelKind, 13> all_kernel_kinds = {
     KernelKind::gemm,      KernelKind::conv,    KernelKind::attention, KernelKind::elementwise,
     KernelKind::reduction, KernelKind::normalization, KernelKind::softmax, KernelKind::embedding,
-    KernelKind::copy,      KernelKind::optimizer, KernelKind::host_only, KernelKind::unknown};
+    KernelKind::copy,      KernelKind::optimizer, KernelKind::host_only, KernelKind::unknown,
+    KernelKind::collective};
 
 [[nodiscard]] constexpr std::string_view to_string(KernelKind k) {
     switch (k) {
@@ -75,6 +77,7 @@ inline constexpr std::array<KernelKind, 12> all_kernel_kinds = {
         case KernelKind::optimizer: return "optimizer";
         case KernelKind::host_only: return "host-only";
         case KernelKind::unknown: return "unknown";
+        case KernelKind::collective: return "collective";
     }
     return "?";
 }
@@ -239,6 +242,8 @@ struct Kernel {
     bool host_sync = false;                  ///< host-only: the host waits here until the GPU has drained (.item())
     bool mixed_dtypes = false;               ///< elementwise: floating operands of different dtypes (bfloat16 + float32)
     bool strided = false;                    ///< elementwise: an operand strided or broadcast (PyTorch's offset-computing loop)
+    bool waits_for_communication = false;    ///< starts only once the communication stream has drained (DDP's finalize)
+    std::uint16_t ranks = 0;                 ///< collective: the GPUs it spans (its message is bytes_read)
     Flops flops{0};                          ///< arithmetic work (FMA = 2)
     Bytes bytes_read{0};                     ///< least DRAM bytes read (each operand once)
     Bytes bytes_written{0};                  ///< least DRAM bytes written
@@ -284,6 +289,9 @@ static_assert(std::is_trivially_copyable_v<Kernel> && std::is_trivially_destruct
 /// a profile has none (the reshape layer's one-call figure holds that call's own costs on top).
 inline constexpr std::string_view view_in_model_code_host_op = "view_chain";
 
+/// The host op of one dispatch of DDP's reducer (data parallel: a gradient into its bucket, back from
+/// it, or a bucket's all-reduce).
+inline constexpr std::string_view ddp_reducer_host_op = "ddp_reducer";
 /// The host op of a gradient's contiguous copy that autograd's AccumulateGrad dispatches and
 /// launches on its own (Lowerer::cat): costed as the framework profile's tiny eager op.
 inline constexpr std::string_view accumulate_grad_clone_host_op = "accumulate_grad_clone";

@@ -148,7 +148,7 @@ inline std::string optional_string(const JsonCursor& c, std::string_view key) {
 inline Kernel kernel_from_json(const JsonCursor& c) {
     check_fields(c, {"op", "kind", "phase", "layer", "dtype", "unit", "flops", "bytes_read", "bytes_written", "gemm",
                      "conv", "attention", "norm", "host_dispatch", "sync", "mixed_dtypes", "strided", "host_op", "source_op", "flag",
-                     "args", "python_seconds"});
+                     "args", "python_seconds", "ranks", "waits_for_communication"});
     Kernel k;
     k.op = c.at("op").string();
     if (k.op.empty()) c.at("op").fail("must not be empty");
@@ -195,6 +195,14 @@ inline Kernel kernel_from_json(const JsonCursor& c) {
         k.strided = c.at("strided").boolean();
         if (k.strided && k.kind != KernelKind::elementwise) c.at("strided").fail("only an elementwise kernel has strided operands");
     }
+    if (c.has("ranks")) {
+        if (k.kind != KernelKind::collective) c.at("ranks").fail("only a collective kernel spans ranks");
+        const std::int64_t ranks = c.at("ranks").positive_integer();
+        if (ranks < 2 || ranks > 65535) c.at("ranks").fail("expected 2 to 65535 GPUs");
+        k.ranks = static_cast<std::uint16_t>(ranks);
+    }
+    if (k.kind == KernelKind::collective && k.ranks == 0) c.fail("a collective kernel needs ranks (the GPUs it spans)");
+    if (c.has("waits_for_communication")) k.waits_for_communication = c.at("waits_for_communication").boolean();
     k.host_op = optional_string(c, "host_op");
     k.source_op = optional_string(c, "source_op");
     k.flag = optional_string(c, "flag");
@@ -314,6 +322,8 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
     if (k.host_sync) j["sync"] = true;
     if (k.mixed_dtypes) j["mixed_dtypes"] = true;
     if (k.strided) j["strided"] = true;
+    if (k.ranks > 0) j["ranks"] = k.ranks;
+    if (k.waits_for_communication) j["waits_for_communication"] = true;
     if (!k.host_op.empty()) j["host_op"] = k.host_op;
     if (!k.source_op.empty()) j["source_op"] = k.source_op;
     if (!k.flag.empty()) j["flag"] = k.flag;

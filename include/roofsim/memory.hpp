@@ -18,6 +18,7 @@ struct MemoryEstimate {
     Bytes inputs{0};
     Bytes activations{0};       ///< saved for backward, all layers together
     Bytes autocast_copies{0};   ///< low-precision weight copies kept for backward under autocast
+    Bytes gradient_buckets{0};  ///< data parallel: DDP's buckets, a flat copy of the gradients
     Bytes peak{0};
 };
 

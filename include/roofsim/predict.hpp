@@ -6,6 +6,7 @@
 #include <roofsim/cost/op_factor_calibration.hpp>
 #include <roofsim/detail/name_index.hpp>
 #include <roofsim/ir_json.hpp>
+#include <roofsim/lower/data_parallel.hpp>
 #include <roofsim/lower/lower.hpp>
 #include <roofsim/memory.hpp>
 #include <roofsim/sim/host_costs_from_profile.hpp>
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,12 @@ struct Prediction {
     Seconds zero_grad_time{0};  ///< host time of optimizer.zero_grad() before the forward (step = it + the phases)
     Seconds gpu_time{0}, host_time{0};
     Seconds gpu_gap_time{0};  ///< GPU time between back-to-back kernels, on top of gpu_time
+    /// Data-parallel training: the GPUs, the gradient all-reduces' time on the communication stream,
+    /// and the part of it the compute stream waited for (exposed).
+    int gpus = 1;
+    Seconds communication_time{0}, communication_exposed{0};
+    std::vector<GradientBucket> buckets;  ///< DDP's gradient buckets, in the order they are all-reduced
+    std::string communication_source;     ///< where the all-reduce times come from
     MemoryEstimate memory;
     double parameters = 0;
     int flagged_kernels = 0;
@@ -75,6 +83,8 @@ namespace detail {
     p.gpu_time = p.timeline.gpu_time;
     p.gpu_gap_time = p.timeline.gpu_gap_time;
     p.host_time = p.timeline.host_time;
+    p.communication_time = p.timeline.communication_time;
+    p.communication_exposed = p.timeline.communication_wait;
 
     // A row per layer, in the order layers first appear.
     p.layers.reserve(rows ? rows->count : 0);
@@ -102,6 +112,11 @@ namespace detail {
         LayerTime& row = p.layers[row_index];
         if (!rows && row.op.empty() && k.phase == Phase::forward) row.op = k.op;
         const bool forward = k.phase == Phase::forward;
+        if (k.kind == KernelKind::collective) {  // its own stream: in the step's communication, not the row's GPU time
+            (forward ? row.forward_host : row.backward_host) += s.host_time;
+            phase_end[static_cast<int>(k.phase)] = max(phase_end[static_cast<int>(k.phase)], s.start + s.gpu_time);
+            continue;
+        }
         (forward ? row.forward_gpu : row.backward_gpu) += s.gpu_time;
         (forward ? row.forward_host : row.backward_host) += s.host_time;
         row.flops += k.flops;
@@ -162,6 +177,8 @@ struct PredictOptions {
     /// Every host cost times this: the host at hand against the one the framework profile was
     /// measured on (1.3: 30 % slower; the ratio of their canaries, seconds per tiny torch.add).
     double host_time_scale = 1.0;
+    /// Data-parallel training over several GPUs (DDP); a layer graph's prediction only.
+    DataParallelOptions data_parallel;
 };
 
 /// Options that read host costs from `framework`, on a host `host_time_scale` times slower.
@@ -176,6 +193,7 @@ struct PredictOptions {
 [[nodiscard]] inline Prediction predict(const Graph& graph, const CostContext& ctx, const PredictOptions& options) {
     detail::PredictionLowering lowered = detail::lower_for_prediction(graph, options.lowering);
     LoweredStep& step = lowered.step;
+    std::vector<GradientBucket> buckets = detail::add_data_parallel(step, lowered.rows, options.data_parallel);
     HostCosts host = options.framework
                          ? detail::host_costs_from_framework(*options.framework, options.lowering.precision,
                                                              options.lowering.optimizer, step.parameter_tensors.size(), &lowered.ops,
@@ -189,6 +207,11 @@ struct PredictOptions {
     p.batch = options.lowering.batch;
     p.parameters = step.parameter_count();
     p.memory = estimate_memory(memory_inputs(step, options.lowering, lowered.saved, lowered.largest_output));
+    p.gpus = options.data_parallel.gpus;
+    for (const auto& b : buckets) p.memory.gradient_buckets += Bytes(b.bytes);  // DDP's flat copy of the gradients
+    p.memory.peak += p.memory.gradient_buckets;
+    p.buckets = std::move(buckets);
+    if (p.gpus > 1) (void)all_reduce_time(0, p.gpus, ctx.collectives, &p.communication_source);
     // Each layer's row gets its graph op: row i is layer i (the optimizer's row comes after them all).
     for (std::size_t i = 0; i < p.layers.size() && i < graph.layers.size(); ++i) p.layers[i].op = graph.layers[i].op;
     return p;
@@ -235,6 +258,10 @@ struct PredictOptions {
 /// The IR fixes the batch, the precision mode and the optimizer: of `options`, only the framework
 /// profile and the host time scale are read.
 [[nodiscard]] inline Prediction predict(const KernelIr& ir, const CostContext& ctx, const PredictOptions& options) {
+    if (options.data_parallel.gpus != 1) {
+        throw std::invalid_argument("data-parallel prediction needs a layer graph: a kernel IR (" + ir.list.model +
+                                    ") does not say which layer each parameter belongs to");
+    }
     HostCosts host = scaled(host_costs_for_ir(ir, ctx, options.framework), options.host_time_scale);
     Prediction p = predict_kernels(ir.list, ctx, host);
     p.host = std::move(host);

@@ -109,7 +109,7 @@ struct KernelWork {
 };
 
 /// Which ceiling sets a kernel's time.
-enum class Bound { compute, dram, l2, latency };
+enum class Bound { compute, dram, l2, latency, communication };
 
 [[nodiscard]] constexpr std::string_view to_string(Bound b) {
     switch (b) {
@@ -117,6 +117,7 @@ enum class Bound { compute, dram, l2, latency };
         case Bound::dram: return "dram";
         case Bound::l2: return "l2";
         case Bound::latency: return "latency";
+        case Bound::communication: return "communication";
     }
     return "?";
 }

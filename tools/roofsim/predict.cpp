@@ -18,7 +18,7 @@ namespace {
 
 struct PredictOptions {
     std::string graph, ir, model, gpu, precision = "fp32", optimizer = "sgd", emit_ir, framework, svg;
-    std::int64_t batch = 32, size = 0;
+    std::int64_t batch = 32, size = 0, num_gpus = 1;
     std::size_t top = 0;
     bool json = false, csv = false, datasheet = false, fused = false, strict = false, by_op = false;
     bool no_weight_decay = false;
@@ -94,13 +94,19 @@ void print_prediction(const Prediction& p, std::size_t top, std::ostream& out) {
     if (top > 0 && top < p.layers.size()) out << "(top " << top << " of " << p.layers.size() << " rows by GPU time)\n";
     out << '\n';
     print_step_line(p, out);
-    out << format_number("%.1f", static_cast<double>(p.batch) / p.step_time.value()) << " samples/s; "
-        << format_number("%.2f", p.parameters / 1e6) << " M parameters\n";
+    if (p.gpus > 1) {
+        out << "data parallel (DDP) over " << p.gpus << " GPUs, batch " << p.batch << " each: all-reduce "
+            << format_duration(p.communication_time) << " in " << p.buckets.size() << " buckets on its own stream, "
+            << format_duration(p.communication_exposed) << " exposed\n  collectives: " << p.communication_source << "\n";
+    }
+    out << format_number("%.1f", static_cast<double>(p.batch) * p.gpus / p.step_time.value()) << " samples/s"
+        << (p.gpus > 1 ? " over all GPUs" : "") << "; " << format_number("%.2f", p.parameters / 1e6) << " M parameters\n";
     const auto gib = [](Bytes b) { return format_number("%.2f", to_gib(b)); };
     out << "memory GiB: peak " << gib(p.memory.peak) << " = parameters " << gib(p.memory.parameters) << ", gradients "
         << gib(p.memory.gradients) << ", optimizer state " << gib(p.memory.optimizer_state) << ", activations "
         << gib(p.memory.activations) << ", inputs " << gib(p.memory.inputs) << ", autocast copies "
-        << gib(p.memory.autocast_copies) << "\n";
+        << gib(p.memory.autocast_copies) << (p.gpus > 1 ? ", DDP buckets " + gib(p.memory.gradient_buckets) : std::string())
+        << "\n";
     print_flagged(p, out);
 }
 
@@ -143,7 +149,7 @@ nlohmann::json prediction_json(const Prediction& p, const CostContext& ctx, std:
     j["operators"] = ops;
     j["operators_shown"] = ops.size();
     j["operators_total"] = time_by_operator(p).size();
-    j["samples_per_second"] = static_cast<double>(p.batch) / p.step_time.value();
+    j["samples_per_second"] = static_cast<double>(p.batch) * p.gpus / p.step_time.value();
     nlohmann::json flagged = nlohmann::json::object();
     for (const auto* k : flagged_kernels(p.kernels)) flagged[k->op.str()] = flagged.value(k->op.str(), 0) + 1;
     j["flagged_ops"] = flagged;
@@ -214,6 +220,10 @@ void check_ir_options(const PredictOptions& o, const KernelIr& ir, OptimizerKind
         throw UsageError("--no-weight-decay: the IR was captured with weight decay" + again);
     }
     if (!o.emit_ir.empty()) throw UsageError("--emit-ir: the input is already a kernel IR");
+    if (o.num_gpus != 1) {
+        throw UsageError("--num-gpus: a kernel IR does not say which layer each parameter belongs to; predict data-parallel "
+                         "training from a layer graph (--graph) or a built-in model (--model)");
+    }
     if (o.size > 0) throw UsageError("--size applies to built-in models only");
 }
 
@@ -225,6 +235,8 @@ roofsim::PredictOptions predict_options(const PredictOptions& o) {
     const auto optimizer = optimizer_from_key(o.optimizer);
     if (!optimizer) throw UsageError("unknown optimizer '" + o.optimizer + "'; use sgd, adam, adamw or none");
     if (o.batch <= 0) throw UsageError("--batch must be positive");
+    if (o.num_gpus < 1 || o.num_gpus > 65535) throw UsageError("--num-gpus must be 1 to 65535, got " + std::to_string(o.num_gpus));
+    options.data_parallel.gpus = static_cast<int>(o.num_gpus);
     options.lowering.batch = o.batch;
     options.lowering.precision = *mode;
     options.lowering.optimizer.kind = *optimizer;
@@ -278,13 +290,15 @@ void run_predict(PredictOptions& o, const Context& ctx) {
     if (!o.framework.empty()) framework_file = load_framework_profile(o.framework);
     options.framework = framework_file ? &*framework_file : find_builtin_framework_profile(spec.key);
     if (!options.framework && !builtin_framework_profiles().empty()) options.framework = &builtin_framework_profiles().front();
-    const auto cost = make_cost_context(spec, measured, options.framework);
+    if (!o.emit_ir.empty() && o.num_gpus != 1) throw UsageError("--emit-ir writes one GPU's step: leave out --num-gpus");
+    auto cost = make_cost_context(spec, measured, options.framework);
+    if (o.num_gpus > 1 && !o.datasheet) add_builtin_collectives(cost, spec.key);
     const auto* graph = std::get_if<Graph>(&input);
     const Prediction p = graph ? predict(*graph, cost, options)
                                : predict(std::get<KernelIr>(input), cost, options);
     if (o.strict) check_strict(p);
     // the files are written once the prediction has succeeded, each atomically
-    if (graph && !o.emit_ir.empty()) {
+    if (graph && !o.emit_ir.empty() && o.num_gpus == 1) {
         write_file_atomically(o.emit_ir, to_json(to_kernel_ir(lower(*graph, options.lowering), options.lowering)).dump(1) + "\n");
     }
     if (!o.svg.empty()) write_file_atomically(o.svg, prediction_svg(p, cost.ceilings, o.top > 0 ? o.top : 20));
@@ -305,7 +319,11 @@ void add_training_options(CLI::App* cmd, PredictOptions& o) {
     cmd->add_option("--gpu", o.gpu, "GPU key or nvidia-smi name (default: the calibration's GPU)");
     o.precision_option =
         cmd->add_option("--precision", o.precision, "PyTorch precision mode: fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16")->capture_default_str();
-    o.batch_option = cmd->add_option("--batch", o.batch, "Batch size")->capture_default_str();
+    o.batch_option = cmd->add_option("--batch", o.batch, "Batch size (per GPU)")->capture_default_str();
+    cmd->add_option("--num-gpus", o.num_gpus,
+                    "Data-parallel training over N GPUs (DistributedDataParallel's defaults: 25 MiB buckets, all-reduce "
+                    "overlapped with the backward); a layer graph or built-in model only")
+        ->capture_default_str();
     o.optimizer_option = cmd->add_option("--optimizer", o.optimizer, "sgd (momentum), adam, adamw, none")->capture_default_str();
     o.fused_option = cmd->add_flag("--fused", o.fused, "The optimizer's fused=True implementation (default: foreach)");
     o.no_weight_decay_option = cmd->add_flag(

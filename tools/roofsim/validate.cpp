@@ -2,6 +2,7 @@
 
 #include "commands.hpp"
 
+#include <validate/ddp_validation.hpp>
 #include <validate/kernel_corpus.hpp>
 #include <validate/kernel_fit.hpp>
 #include <validate/validation.hpp>
@@ -19,6 +20,7 @@ namespace {
 
 struct ValidateOptions {
     std::string measurements, framework, runs, exported, host_speed = "profiled", kernels, half = "test";
+    std::vector<std::string> ddp;
     bool csv = false;
     bool cases = false, phases = false, passes = false;
 };
@@ -289,7 +291,7 @@ HostSpeed host_speed(const ValidateOptions& o) {
 }
 
 void run_validate_file(const ValidateOptions& o, const Context& context, std::ostream& out) {
-    if (o.measurements.empty()) throw UsageError("validate needs --measurements FILE, --runs FILE or --kernels DIR");
+    if (o.measurements.empty()) throw UsageError("validate needs --measurements FILE, --runs FILE, --kernels DIR or --ddp FILE...");
     const ValidationSet set = load_validation(o.measurements);
     const auto& spec = gpu_arg(set.gpu_key);
     const auto& calibration = context.calibration;
@@ -371,8 +373,65 @@ void print_kernel_corpus(const ValidateOptions& o, std::ostream& out) {
     t.print(out);
 }
 
+/// `roofsim validate --ddp FILE...`: data-parallel steps measured over N GPUs against their prediction.
+void print_ddp(const ValidateOptions& o, std::ostream& out) {
+    std::vector<DdpRun> runs;
+    for (const auto& f : o.ddp) runs.push_back(load_ddp_run(f));
+    const std::string key = runs.front().gpu_key;
+    for (const auto& r : runs) {
+        if (r.gpu_key != key) throw std::runtime_error(r.origin + ": GPU " + r.gpu_key + ", but " + runs.front().origin + " is " + key);
+    }
+    const auto& spec = gpu_or_throw(key);
+    std::optional<FrameworkProfile> framework_file;
+    if (!o.framework.empty()) framework_file = load_framework_profile(o.framework);
+    const FrameworkProfile* framework = framework_file ? &*framework_file : find_builtin_framework_profile(key);
+    CostContext ctx = make_cost_context(spec, find_builtin_calibration(key), framework);
+    add_builtin_collectives(ctx, key);
+    const auto results = evaluate_ddp(runs, ctx, framework);
+    if (results.empty()) throw std::runtime_error("--ddp: no file of 2 or more GPUs among the ones given");
+    if (o.csv) {
+        out << "kind,schema_version,case,gpus,measured_seconds,p10_seconds,p90_seconds,predicted_seconds,error,paced,within,"
+               "communication_seconds,exposed_communication_seconds,measured_efficiency,predicted_efficiency,buckets\n";
+        for (const auto& e : results) {
+            out << "roofsim-ddp-validation-result,1," << e.c->step.id << ',' << e.c->world << ',' << e.measured << ',' << e.p10 << ','
+                << e.p90 << ',' << e.predicted << ',' << e.error << ',' << (e.host_paced ? "host" : "gpu") << ','
+                << (e.within ? 1 : 0) << ',' << e.communication << ',' << e.exposed << ','
+                << (e.measured_efficiency ? format_number("%.6g", *e.measured_efficiency) : std::string()) << ','
+                << e.predicted_efficiency << ',' << e.buckets.size() << '\n';
+        }
+        return;
+    }
+    for (const auto& r : runs) out << "DDP steps " << r.origin << "\n";
+    std::string how;
+    (void)all_reduce_time(0, results.front().c->world, ctx.collectives, &how);
+    out << "Predicted on " << key << " with its built-in profiles; all-reduce: " << how
+        << ".\nerror = predicted / measured - 1; bound: GPU-paced " << format_number("%.0f", 100 * ddp_gpu_paced_bound)
+        << " %, host-paced the samples' p10-p90 or " << format_number("%.0f", 100 * ddp_host_paced_bound)
+        << " %; efficiency: N-GPU throughput over N x one GPU's.\n\n";
+    TextTable t({"case", "GPUs", "measured ms", "p10-p90 ms", "predicted ms", "error %", "paced", "ok", "comm ms", "exposed ms",
+                 "efficiency m/p"});
+    t.overflow(0, Overflow::shorten_middle);
+    int within = 0;
+    for (const auto& e : results) {
+        within += e.within ? 1 : 0;
+        t.add_row({e.c->step.id, std::to_string(e.c->world), format_number("%.2f", 1e3 * e.measured),
+                   format_number("%.1f", 1e3 * e.p10) + "-" + format_number("%.1f", 1e3 * e.p90), format_number("%.2f", 1e3 * e.predicted),
+                   format_number("%+.1f", 100 * e.error), e.host_paced ? "host" : "GPU", e.within ? "yes" : "NO",
+                   format_number("%.2f", 1e3 * e.communication), format_number("%.2f", 1e3 * e.exposed),
+                   (e.measured_efficiency ? format_number("%.2f", *e.measured_efficiency) : std::string("-")) + " / " +
+                       format_number("%.2f", e.predicted_efficiency)});
+    }
+    t.print(out);
+    out << within << " of " << results.size() << " steps within their bound.\n";
+}
+
 void run_validate(const ValidateOptions& o, const Context& context) {
     std::ostringstream text;
+    if (!o.ddp.empty()) {
+        print_ddp(o, o.csv ? std::cout : text);
+        std::cout << wrap_lines(text.str());
+        return;
+    }
     if (!o.kernels.empty() && o.csv) {
         print_kernel_corpus(o, std::cout);
         return;
@@ -423,14 +482,21 @@ Command add_validate_command(CLI::App& app) {
                                     "GEMMs, convolutions and attention calls, measured against predicted")
                         ->check(CLI::ExistingDirectory);
     kernels->excludes(measurements)->excludes(runs);
+    auto* ddp = cmd->add_option("--ddp", o->ddp,
+                                "Data-parallel steps measured with tools/validate/measure_ddp.py (data/validation/ddp/*.json): "
+                                "the files of 2 or more GPUs against roofsim's --num-gpus prediction, a world-size-1 file "
+                                "giving their one-GPU steps (scaling efficiency)")
+                    ->check(CLI::ExistingFile);
+    ddp->excludes(measurements)->excludes(runs)->excludes(kernels);
     cmd->add_option("--half", o->half, "With --kernels: the cases of the test half, the fit half, or all")
         ->check(CLI::IsMember({"test", "fit", "all"}))
         ->capture_default_str()
         ->needs(kernels);
-    cmd->add_flag("--csv", o->csv,
-                  "With --kernels: print CSV, one row per case (kind roofsim-kernel-validation), with the GEMM the kernel "
-                  "model placed (a convolution's implicit GEMM) and its tile, split of K, waves and efficiency")
-        ->needs(kernels);
+    auto* csv = cmd->add_flag("--csv", o->csv,
+                              "With --kernels: print CSV, one row per case (kind roofsim-kernel-validation), with the GEMM the "
+                              "kernel model placed (a convolution's implicit GEMM) and its tile, split of K, waves and "
+                              "efficiency. With --ddp: one row per step (kind roofsim-ddp-validation-result)");
+    csv->excludes(measurements)->excludes(runs);
     return {cmd, [o](const Context& ctx) { run_validate(*o, ctx); }};
 }
 

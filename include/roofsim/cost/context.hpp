@@ -3,6 +3,7 @@
 /// datasheet ceilings refined by the profile (measured ceilings, the bandwidth-vs-size curves, the GEMM
 /// model fitted to the cuBLAS sweep with its layout factors, the cuDNN sweep, the launch floor).
 
+#include <roofsim/cost/collective.hpp>
 #include <roofsim/cost/gemm_model.hpp>
 #include <roofsim/profile/calibration.hpp>
 #include <roofsim/profile/builtin.hpp>
@@ -128,6 +129,7 @@ struct CostContext {
                                   std::int64_t, std::int64_t>,
                        std::map<std::int64_t, MeasuredPoint>, detail::TupleHash>
         conv_measured_by_batch;
+    CollectiveModel collectives;             ///< NCCL all-reduce: measured, or the link's datasheet bandwidth
     std::vector<BandwidthPoint> copy_curve;  ///< bytes/s vs working set, read + written (calibration)
     std::vector<BandwidthPoint> read_curve;  ///< read-only
     Seconds kernel_floor{0};                 ///< the least GPU time of any kernel
@@ -301,6 +303,28 @@ inline constexpr std::int64_t gemm_layout_sensitive_dim = 256;
 }
 }  // namespace detail
 
+/// Adds a calibration's measured NCCL all-reduce times (roofsim-calibrate's nccl probe, over the
+/// GPUs that calibration saw) to the context's collective model.
+inline void add_measured_collectives(CostContext& ctx, const Calibration& c) {
+    bool any = false;
+    for (const auto& r : c.collectives) {
+        if (r.op != "all-reduce") continue;
+        add_all_reduce_point(ctx.collectives, r.gpus, CollectivePoint{r.bytes, Seconds(r.seconds.median)});
+        any = true;
+    }
+    if (!any) return;
+    const std::string source = c.device.name + " x" + std::to_string(c.device.device_count) + ", roofsim-calibrate " +
+                               c.device.tool_version + ", " + c.device.date_utc + ", NCCL " + c.device.nccl_version;
+    ctx.collectives.measured_source += (ctx.collectives.measured_source.empty() ? "" : "; ") + source;
+}
+
+/// Adds the built-in collective profiles measured on GPUs of this key (data/collectives/).
+inline void add_builtin_collectives(CostContext& ctx, std::string_view gpu_key) {
+    for (const auto& c : builtin_collective_profiles()) {
+        if (c.device.gpu_key == gpu_key) add_measured_collectives(ctx, c);
+    }
+}
+
 /// The cost context of a GPU: its datasheet's ceilings, refined by its calibration where given; the
 /// GEMM kernel model of each unit with the parameters of the GPU's architecture family from `kernels`
 /// (a kernel-model profile of its chip; without one, every efficiency 1 and no fixed times).
@@ -332,9 +356,18 @@ inline constexpr std::int64_t gemm_layout_sensitive_dim = 256;
         ctx.memory_fixed_time = kernels->memory_fixed_time;
         if (!ctx.attention.empty()) ctx.attention_source = "kernel model of " + kernels->chip + ": " + kernels->provenance;
     }
+    // A GPU's link to its peers, one way: half the datasheet's bidirectional NVLink, else PCIe, figure.
+    if (spec.nvlink_bandwidth) {
+        ctx.collectives.link = spec.nvlink_bandwidth->value * 0.5;
+        ctx.collectives.link_source = "NVLink, half the datasheet's bidirectional " + spec.nvlink_bandwidth->source;
+    } else {
+        ctx.collectives.link = spec.pcie_bandwidth.value * 0.5;
+        ctx.collectives.link_source = "PCIe, half the datasheet's bidirectional " + spec.pcie_bandwidth.source;
+    }
     if (!calibration) return ctx;
 
     const Calibration& cal = *calibration;
+    add_measured_collectives(ctx, cal);
     const std::string measured = provenance(cal);
     // GEMM: the layout factors per unit, and the measured times by shape and along one dimension.
     std::map<ComputeUnit, std::vector<std::pair<GemmDims, double>>> sweep;

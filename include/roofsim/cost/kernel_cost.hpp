@@ -42,7 +42,7 @@ namespace roofsim {
 /// The kinds priced as PyTorch's memory-bound kernels (streaming_cost with the kernel model's fixed time).
 [[nodiscard]] constexpr bool is_memory_bound_kind(KernelKind k) {
     return k != KernelKind::gemm && k != KernelKind::conv && k != KernelKind::attention && k != KernelKind::unknown &&
-           k != KernelKind::host_only;
+           k != KernelKind::host_only && k != KernelKind::collective;
 }
 
 namespace detail {
@@ -55,6 +55,8 @@ namespace detail {
     KernelCost c;
     switch (k.kind) {
         case KernelKind::host_only: return {Seconds(0), Bound::latency};
+        case KernelKind::collective:  // on its own stream, at NCCL's measured or link-bound speed; no per-op factor
+            return {max(all_reduce_time(k.bytes_read.value(), k.ranks, ctx.collectives), ctx.kernel_floor), Bound::communication};
         case KernelKind::gemm:
             if (const auto* g = std::get_if<GemmDims>(&k.dims)) {
                 c = shapes ? shapes->cost(k, *g, [&] { return gemm_cost(k, *g, ctx); }) : gemm_cost(k, *g, ctx);

@@ -375,6 +375,7 @@ private:
 
     void add_parameter(LayerSummary& s, double elements) {
         step_.parameter_tensors.push_back(elements);
+        step_.parameter_layer.push_back(static_cast<std::uint32_t>(layer_));
         s.parameters += elements;
     }
 

@@ -48,6 +48,7 @@ struct LoweredStep {
     KernelList kernels;
     std::vector<LayerSummary> layers;
     std::vector<double> parameter_tensors;  ///< elements of each parameter tensor
+    std::vector<std::uint32_t> parameter_layer;  ///< the layer (index) each parameter tensor belongs to
     DType parameter_dtype = DType::f32;
     Bytes input_bytes{0};                   ///< graph inputs resident during the step
 

@@ -78,6 +78,19 @@ inline void set_builtin_data_dir(std::filesystem::path dir) { detail::builtin_da
     return nullptr;
 }
 
+/// Every built-in collective profile (data/collectives/*.json: roofsim-calibrate's nccl probe over
+/// several GPUs, `--only nccl`), parsed and validated once; none where there is no such folder.
+[[nodiscard]] inline const std::vector<Calibration>& builtin_collective_profiles() {
+    static const std::vector<Calibration> profiles = [] {
+        std::vector<Calibration> out;
+        const auto dir = builtin_data_dir() / "collectives";
+        if (!std::filesystem::is_directory(dir)) return out;
+        for (const auto& path : detail::json_files_in(dir)) out.push_back(load_calibration(path));
+        return out;
+    }();
+    return profiles;
+}
+
 /// Every built-in framework profile (data/framework/*.json), parsed once.
 [[nodiscard]] inline const std::vector<FrameworkProfile>& builtin_framework_profiles() {
     static const std::vector<FrameworkProfile> profiles = [] {

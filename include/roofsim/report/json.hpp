@@ -33,6 +33,15 @@ inline constexpr int prediction_json_schema_version = 1;
                           {"flagged_kernels", r.flagged},
                           {"share_of_gpu_time", r.share}});
     }
+    nlohmann::json data_parallel = nullptr;
+    if (p.gpus > 1) {
+        nlohmann::json buckets = nlohmann::json::array();
+        for (const auto& b : p.buckets) buckets.push_back({{"bytes", b.bytes}, {"tensors", b.tensors}});
+        data_parallel = {{"communication_seconds", p.communication_time.value()},
+                         {"exposed_communication_seconds", p.communication_exposed.value()},
+                         {"collectives", p.communication_source},
+                         {"buckets", buckets}};
+    }
     return {{"kind", prediction_json_kind},
             {"schema_version", prediction_json_schema_version},
             {"gpu", p.gpu_key},
@@ -40,6 +49,8 @@ inline constexpr int prediction_json_schema_version = 1;
             {"host_costs", p.host_costs_source},
             {"precision", to_string(p.precision)},
             {"batch", p.batch},
+            {"gpus", p.gpus},
+            {"data_parallel", data_parallel},
             {"parameters", p.parameters},
             {"step_seconds", p.step_time.value()},
             {"zero_grad_seconds", p.zero_grad_time.value()},
@@ -58,6 +69,7 @@ inline constexpr int prediction_json_schema_version = 1;
               {"inputs", p.memory.inputs.value()},
               {"activations", p.memory.activations.value()},
               {"autocast_copies", p.memory.autocast_copies.value()},
+              {"gradient_buckets", p.memory.gradient_buckets.value()},
               {"peak", p.memory.peak.value()}}},
             {"layers", layers}};
 }

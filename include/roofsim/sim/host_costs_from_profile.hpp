@@ -231,6 +231,10 @@ namespace detail {
     h.zero_grad = zero_grad_host_seconds(f, optimizer, parameter_tensors);
     h.conv_growth = conv_host_growth_from_framework(f, mode);
     h.per_kernel = Seconds(0);
+    // DDP's reducer (data parallel): each of its C++ dispatches (a gradient's mul_out into its bucket,
+    // its copy_ back, a bucket's all-reduce) at a tiny out= op's figure, whose Python call it lacks: an
+    // upper bound by that much.
+    if (const auto reducer = f.seconds("eager_op_add_out")) h.backward.add_new(ddp_reducer_host_op, *reducer);
     h.source = f.provenance();
     return h;
 }

@@ -43,6 +43,8 @@ struct Timeline {
     Seconds host_time{0};                  ///< total host issue time
     Seconds gpu_time{0};                   ///< total GPU busy time (the kernels' own)
     Seconds gpu_gap_time{0};               ///< total time between back-to-back kernels (gap_after)
+    Seconds communication_time{0};         ///< total time of the collectives on the communication stream
+    Seconds communication_wait{0};         ///< time the compute stream waited for it (the exposed part)
 };
 
 /// Runs the host/GPU simulation of a kernel list: the host starts after optimizer.zero_grad()
@@ -53,7 +55,10 @@ struct Timeline {
 /// those layers' dispatches then no longer hold: backward_walk_share);
 /// start_i = max(issued_i, start_{i-1} + gpu_{i-1} + gap_{i-1}) (gap_after); the step ends when the
 /// last kernel does, or when the host is done (backward() returned, last dispatch issued), whichever
-/// is later.
+/// is later. Collectives (DDP's all-reduces) run on a communication stream of their own: one starts
+/// once it is issued, the compute stream has finished what was issued before it (DDP records an event
+/// there) and the previous collective has ended; a kernel that waits_for_communication starts only
+/// after the last collective ended (DDP's finalize).
 [[nodiscard]] inline Timeline simulate(const KernelList& list, const CostContext& ctx, const HostCosts& host) {
     Timeline t;
     t.kernels.reserve(list.kernels.size());
@@ -61,6 +66,7 @@ struct Timeline {
     detail::BandwidthMemo bandwidths(ctx);
     detail::ShapeMemo shapes;
     Seconds host_clock = host.zero_grad, gpu_free{0}, gpu_end{0}, host_total = host.zero_grad, gpu_total{0};
+    Seconds comm_end{0};
     // each kernel's host cost, less its share of backward()'s walk, which is summed for the first
     // backward kernel: the whole graph's walk comes before any node runs
     std::vector<Seconds> host_times(list.kernels.size());
@@ -98,6 +104,18 @@ struct Timeline {
         s.gpu_time = c.time;
         s.bound = c.bound;
         s.start = max(s.issued, gpu_free);
+        if (k.kind == KernelKind::collective) {
+            s.start = max(max(s.issued, gpu_end), comm_end);
+            comm_end = s.start + s.gpu_time;
+            t.communication_time += s.gpu_time;
+            host_total += s.host_time;
+            t.kernels.push_back(s);
+            continue;
+        }
+        if (k.waits_for_communication && comm_end > s.start) {
+            t.communication_wait += comm_end - s.start;
+            s.start = comm_end;
+        }
         if (k.kind != KernelKind::host_only) {
             const Seconds gap = gap_after(k, c, ctx);
             gpu_end = s.start + s.gpu_time;
@@ -114,7 +132,7 @@ struct Timeline {
     }
     t.host_time = host_total;
     t.gpu_time = gpu_total;
-    t.step_time = max(gpu_end, host_clock);
+    t.step_time = max(max(gpu_end, comm_end), host_clock);
     return t;
 }
 
