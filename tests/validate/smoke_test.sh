@@ -230,4 +230,27 @@ then
     echo "3 passed, 1 failed"
     exit 1
 fi
-echo "4 passed, 0 failed"
+# measure_max_batch.py needs a GPU's out-of-memory: here it must say so, and its search must bracket and bisect
+# (a fake try that trains up to batch 1000)
+if ! "$py" - "$root/tools/validate" <<'PYEOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+import measure_max_batch as mb
+tried = []
+def fake_try(spec, device):
+    tried.append(spec["batch"])
+    return {"batch": spec["batch"], "ok": spec["batch"] <= 1000, "peak_allocated_bytes": 1, "peak_reserved_bytes": 1, "seconds": 0}
+mb.try_batch = fake_try
+r = mb.largest_batch("resnet50", 224, "fp32", "sgd", 256, None, lambda text: None)
+ok = r["largest_batch"] <= 1000 < r["smallest_failed_batch"] and r["smallest_failed_batch"] - r["largest_batch"] <= 10
+r2 = mb.largest_batch("resnet50", 224, "fp32", "sgd", 4096, None, lambda text: None)  # halving down first
+ok = ok and r2["largest_batch"] <= 1000 < r2["smallest_failed_batch"] and r2["smallest_failed_batch"] - r2["largest_batch"] <= 10
+if not ok:
+    print("FAIL: measure_max_batch's search:", r["largest_batch"], r["smallest_failed_batch"], r2["largest_batch"], tried)
+sys.exit(0 if ok else 1)
+PYEOF
+then
+    echo "4 passed, 1 failed"
+    exit 1
+fi
+echo "5 passed, 0 failed"
