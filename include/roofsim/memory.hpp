@@ -9,6 +9,9 @@
 #include <roofsim/precision_mode.hpp>
 #include <roofsim/units.hpp>
 
+#include <string>
+#include <utility>
+
 namespace roofsim {
 
 struct MemoryEstimate {
@@ -59,6 +62,30 @@ struct MemoryInputs {
     if (adam && !in.optimizer.fused) optimizer_step += m.parameters;
     m.peak = max(forward_end, optimizer_step);
     return m;
+}
+
+/// The CUDA context and the libraries' handles (cuBLAS, cuDNN) that a PyTorch process holds on a GPU
+/// besides what its caching allocator reserves: total - free memory once CUDA, a matmul and a
+/// convolution have run, nothing allocated (tools/validate/measure_max_batch.py on an H200, CUDA 13,
+/// driver 580, PyTorch 2.11, 2026-12-04: 0.68 GiB). Taken for every GPU: not measured elsewhere.
+inline constexpr double cuda_context_bytes = 0.6766 * 1024 * 1024 * 1024;
+
+/// Whether a step's memory fits a GPU: its peak (as the caching allocator counts it) against the
+/// GPU's memory less the CUDA context. The allocator's fragmentation (what it reserves beyond what
+/// it allocates) is not modelled: on an H200 it reserved 1-2 GiB more than its peak at the largest
+/// batch of ResNet-50 and BERT-base, 10-14 GiB more for GPT-2 small (docs/validation.md).
+struct MemoryFit {
+    Bytes capacity{0};          ///< the GPU's memory
+    std::string capacity_source;
+    Bytes context{0};           ///< the CUDA context's share (cuda_context_bytes)
+    Bytes peak{0};              ///< the step's predicted peak
+    [[nodiscard]] Bytes usable() const { return capacity - context; }
+    [[nodiscard]] bool fits() const { return peak <= usable(); }
+};
+
+/// A peak against a GPU of `capacity` bytes (from `source`).
+[[nodiscard]] inline MemoryFit memory_fit(Bytes peak, Bytes capacity, std::string source) {
+    return MemoryFit{capacity, std::move(source), Bytes(cuda_context_bytes), peak};
 }
 
 }  // namespace roofsim

@@ -56,6 +56,7 @@ struct Prediction {
     std::vector<GradientBucket> buckets;  ///< DDP's gradient buckets, in the order they are all-reduced
     std::string communication_source;     ///< where the all-reduce times come from
     MemoryEstimate memory;
+    MemoryFit memory_fit;  ///< the peak against the GPU's memory less the CUDA context
     double parameters = 0;
     int flagged_kernels = 0;
     Seconds flagged_gpu_time{0};
@@ -212,6 +213,7 @@ struct PredictOptions {
     p.memory.peak += p.memory.gradient_buckets;
     p.buckets = std::move(buckets);
     if (p.gpus > 1) (void)all_reduce_time(0, p.gpus, ctx.collectives, &p.communication_source);
+    p.memory_fit = memory_fit(p.memory.peak, ctx.memory_capacity, ctx.memory_capacity_source);
     // Each layer's row gets its graph op: row i is layer i (the optimizer's row comes after them all).
     for (std::size_t i = 0; i < p.layers.size() && i < graph.layers.size(); ++i) p.layers[i].op = graph.layers[i].op;
     return p;
@@ -285,6 +287,7 @@ struct PredictOptions {
         p.memory.activations = max(Bytes(0), ir.memory->peak - ir.memory->parameters - ir.memory->gradients -
                                                  ir.memory->optimizer_state);
     }
+    p.memory_fit = memory_fit(p.memory.peak, ctx.memory_capacity, ctx.memory_capacity_source);
     return p;
 }
 

@@ -24,8 +24,10 @@
 
 // Lowering: a layer graph to the kernels of one training step.
 #include <roofsim/lower/lower.hpp>
+#include <roofsim/lower/data_parallel.hpp>
 
 // Cost: one small model per kernel kind, and the per-op efficiencies.
+#include <roofsim/cost/collective.hpp>
 #include <roofsim/cost/context.hpp>
 #include <roofsim/cost/gemm.hpp>
 #include <roofsim/cost/conv.hpp>
@@ -43,6 +45,7 @@
 // Memory, prediction, reports, and the built-in models.
 #include <roofsim/memory.hpp>
 #include <roofsim/predict.hpp>
+#include <roofsim/plan.hpp>
 #include <roofsim/report/json.hpp>
 #include <roofsim/report/operators.hpp>
 #include <roofsim/report/roofline_svg.hpp>

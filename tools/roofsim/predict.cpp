@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -18,7 +19,9 @@ namespace {
 
 struct PredictOptions {
     std::string graph, ir, model, gpu, precision = "fp32", optimizer = "sgd", emit_ir, framework, svg;
+    std::string batch_text = "32";  ///< a positive integer, or "max"
     std::int64_t batch = 32, size = 0, num_gpus = 1;
+    bool batch_max = false;
     std::size_t top = 0;
     bool json = false, csv = false, datasheet = false, fused = false, strict = false, by_op = false;
     bool no_weight_decay = false;
@@ -87,8 +90,9 @@ void print_flagged(const Prediction& p, std::ostream& out) {
     out << '\n';
 }
 
-void print_prediction(const Prediction& p, std::size_t top, std::ostream& out) {
+void print_prediction(const Prediction& p, std::size_t top, bool batch_max, std::ostream& out) {
     out << "Training step of " << p.kernels.model << " on " << p.gpu_key << ", batch " << p.batch << ", " << to_string(p.precision)
+        << (batch_max ? " (the largest batch that fits)" : "")
         << "\n  ceilings: " << p.ceilings_origin << "\n  host costs: " << p.host_costs_source << "\n\n";
     print_layer_table(layers_shown(p, top), out);
     if (top > 0 && top < p.layers.size()) out << "(top " << top << " of " << p.layers.size() << " rows by GPU time)\n";
@@ -102,11 +106,12 @@ void print_prediction(const Prediction& p, std::size_t top, std::ostream& out) {
     out << format_number("%.1f", static_cast<double>(p.batch) * p.gpus / p.step_time.value()) << " samples/s"
         << (p.gpus > 1 ? " over all GPUs" : "") << "; " << format_number("%.2f", p.parameters / 1e6) << " M parameters\n";
     const auto gib = [](Bytes b) { return format_number("%.2f", to_gib(b)); };
-    out << "memory GiB: peak " << gib(p.memory.peak) << " = parameters " << gib(p.memory.parameters) << ", gradients "
-        << gib(p.memory.gradients) << ", optimizer state " << gib(p.memory.optimizer_state) << ", activations "
-        << gib(p.memory.activations) << ", inputs " << gib(p.memory.inputs) << ", autocast copies "
-        << gib(p.memory.autocast_copies) << (p.gpus > 1 ? ", DDP buckets " + gib(p.memory.gradient_buckets) : std::string())
-        << "\n";
+    out << "memory GiB: peak " << gib(p.memory.peak) << (p.memory_fit.fits() ? " fits " : " DOES NOT FIT ")
+        << gib(p.memory_fit.usable()) << " usable (" << gib(p.memory_fit.capacity) << " less " << gib(p.memory_fit.context)
+        << " CUDA context; allocator fragmentation not modelled)\n  = parameters " << gib(p.memory.parameters)
+        << ", gradients " << gib(p.memory.gradients) << ", optimizer " << gib(p.memory.optimizer_state) << ", activations "
+        << gib(p.memory.activations) << ", inputs " << gib(p.memory.inputs) << ", autocast " << gib(p.memory.autocast_copies)
+        << (p.gpus > 1 ? ", DDP buckets " + gib(p.memory.gradient_buckets) : std::string()) << "\n";
     print_flagged(p, out);
 }
 
@@ -208,6 +213,7 @@ void check_ir_options(const PredictOptions& o, const KernelIr& ir, OptimizerKind
     if (o.precision_option->count() > 0 && o.precision != to_string(ir.list.precision)) {
         throw UsageError("--precision " + o.precision + ": the IR was captured under " + std::string(to_string(ir.list.precision)) + again);
     }
+    if (o.batch_max) throw UsageError("--batch max: the IR was captured at batch " + std::to_string(ir.batch) + again);
     if (o.batch_option->count() > 0 && o.batch != ir.batch) {
         throw UsageError("--batch " + std::to_string(o.batch) + ": the IR was captured at batch " + std::to_string(ir.batch) + again);
     }
@@ -228,13 +234,24 @@ void check_ir_options(const PredictOptions& o, const KernelIr& ir, OptimizerKind
 }
 
 /// The lowering options the command line asks for (precision mode, batch, optimizer).
-roofsim::PredictOptions predict_options(const PredictOptions& o) {
+roofsim::PredictOptions predict_options(PredictOptions& o) {
     roofsim::PredictOptions options;
     const auto mode = precision_mode_from_key(o.precision);
     if (!mode) throw UsageError("unknown precision mode '" + o.precision + "'; use fp32, fp32-strict, tf32, amp-bf16, amp-fp16 or bf16");
     const auto optimizer = optimizer_from_key(o.optimizer);
     if (!optimizer) throw UsageError("unknown optimizer '" + o.optimizer + "'; use sgd, adam, adamw or none");
-    if (o.batch <= 0) throw UsageError("--batch must be positive");
+    if (o.batch_text == "max") {
+        o.batch_max = true;
+        o.batch = 1;
+    } else {
+        std::int64_t b = 0;
+        const char* end = o.batch_text.data() + o.batch_text.size();
+        const auto [ptr, ec] = std::from_chars(o.batch_text.data(), end, b);
+        if (ec != std::errc() || ptr != end || b <= 0) {
+            throw UsageError("--batch must be a positive integer or max, got '" + o.batch_text + "'");
+        }
+        o.batch = b;
+    }
     if (o.num_gpus < 1 || o.num_gpus > 65535) throw UsageError("--num-gpus must be 1 to 65535, got " + std::to_string(o.num_gpus));
     options.data_parallel.gpus = static_cast<int>(o.num_gpus);
     options.lowering.batch = o.batch;
@@ -257,13 +274,17 @@ void check_strict(const Prediction& p) {
 }
 
 void print_result(const PredictOptions& o, const Prediction& p, const CostContext& ctx, bool from_ir) {
-    if (o.json) return void(std::cout << prediction_json(p, ctx, o.top, o.by_op).dump(2) << '\n');
+    if (o.json) {
+        nlohmann::json j = prediction_json(p, ctx, o.top, o.by_op);
+        j["batch_is_largest_that_fits"] = o.batch_max;  // --batch max
+        return void(std::cout << j.dump(2) << '\n');
+    }
     if (o.csv) return print_prediction_csv(p, o.top, o.by_op, std::cout);
     std::ostringstream text;
     if (o.by_op) {
         print_operators(p, o.top, text);
     } else {
-        print_prediction(p, o.top, text);
+        print_prediction(p, o.top, o.batch_max, text);
         if (from_ir) {
             text << "\nGPU time by operator:\n";
             print_operators(p, 10, text);
@@ -294,8 +315,14 @@ void run_predict(PredictOptions& o, const Context& ctx) {
     auto cost = make_cost_context(spec, measured, options.framework);
     if (o.num_gpus > 1 && !o.datasheet) add_builtin_collectives(cost, spec.key);
     const auto* graph = std::get_if<Graph>(&input);
-    const Prediction p = graph ? predict(*graph, cost, options)
-                               : predict(std::get<KernelIr>(input), cost, options);
+    const Prediction p = o.batch_max ? max_batch(*graph, cost, options).prediction
+                         : graph     ? predict(*graph, cost, options)
+                                     : predict(std::get<KernelIr>(input), cost, options);
+    if (!p.memory_fit.fits()) {
+        std::cerr << "warning: the step does not fit " << p.gpu_key << ": its predicted peak "
+                  << format_number("%.2f", to_gib(p.memory_fit.peak)) << " GiB is over the "
+                  << format_number("%.2f", to_gib(p.memory_fit.usable())) << " GiB usable\n";
+    }
     if (o.strict) check_strict(p);
     // the files are written once the prediction has succeeded, each atomically
     if (graph && !o.emit_ir.empty() && o.num_gpus == 1) {
@@ -319,7 +346,10 @@ void add_training_options(CLI::App* cmd, PredictOptions& o) {
     cmd->add_option("--gpu", o.gpu, "GPU key or nvidia-smi name (default: the calibration's GPU)");
     o.precision_option =
         cmd->add_option("--precision", o.precision, "PyTorch precision mode: fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16")->capture_default_str();
-    o.batch_option = cmd->add_option("--batch", o.batch, "Batch size (per GPU)")->capture_default_str();
+    o.batch_option = cmd->add_option("--batch", o.batch_text,
+                                     "Batch size (per GPU), or max: the largest whose predicted peak fits the GPU's memory "
+                                     "less the CUDA context")
+                         ->capture_default_str();
     cmd->add_option("--num-gpus", o.num_gpus,
                     "Data-parallel training over N GPUs (DistributedDataParallel's defaults: 25 MiB buckets, all-reduce "
                     "overlapped with the backward); a layer graph or built-in model only")

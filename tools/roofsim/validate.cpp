@@ -4,6 +4,7 @@
 
 #include <validate/ddp_validation.hpp>
 #include <validate/kernel_corpus.hpp>
+#include <validate/max_batch_validation.hpp>
 #include <validate/kernel_fit.hpp>
 #include <validate/validation.hpp>
 
@@ -21,6 +22,7 @@ namespace {
 struct ValidateOptions {
     std::string measurements, framework, runs, exported, host_speed = "profiled", kernels, half = "test";
     std::vector<std::string> ddp;
+    std::string max_batch;
     bool csv = false;
     bool cases = false, phases = false, passes = false;
 };
@@ -291,7 +293,8 @@ HostSpeed host_speed(const ValidateOptions& o) {
 }
 
 void run_validate_file(const ValidateOptions& o, const Context& context, std::ostream& out) {
-    if (o.measurements.empty()) throw UsageError("validate needs --measurements FILE, --runs FILE, --kernels DIR or --ddp FILE...");
+    if (o.measurements.empty()) throw UsageError(
+        "validate needs --measurements FILE, --runs FILE, --kernels DIR, --ddp FILE... or --max-batch FILE");
     const ValidationSet set = load_validation(o.measurements);
     const auto& spec = gpu_arg(set.gpu_key);
     const auto& calibration = context.calibration;
@@ -425,8 +428,49 @@ void print_ddp(const ValidateOptions& o, std::ostream& out) {
     out << within << " of " << results.size() << " steps within their bound.\n";
 }
 
+/// `roofsim validate --max-batch FILE`: the largest batch that trained against --batch max.
+void print_max_batch(const ValidateOptions& o, std::ostream& out) {
+    const MaxBatchRun run = load_max_batch_run(o.max_batch);
+    const auto& spec = gpu_or_throw(run.gpu_key);
+    const FrameworkProfile* framework = find_builtin_framework_profile(run.gpu_key);
+    const CostContext ctx = make_cost_context(spec, find_builtin_calibration(run.gpu_key), framework);
+    const auto results = evaluate_max_batch(run, ctx, framework);
+    if (o.csv) {
+        out << "kind,schema_version,case,measured_largest_batch,predicted_largest_batch,error,within,measured_peak_bytes,"
+               "reserved_peak_bytes,predicted_peak_bytes,worst_peak_error\n";
+        for (const auto& r : results) {
+            out << "roofsim-max-batch-validation-result,1," << r.c->id << ',' << r.c->largest << ',' << r.predicted << ',' << r.error
+                << ',' << (r.within ? 1 : 0) << ',' << r.measured_peak << ',' << r.reserved_peak << ',' << r.predicted_peak << ','
+                << r.worst_peak_error << '\n';
+        }
+        return;
+    }
+    out << "Largest batches " << run.origin << "\nPredicted on " << run.gpu_key << " (" << format_number("%.2f", to_gib(ctx.memory_capacity))
+        << " GiB, less " << format_number("%.2f", cuda_context_bytes / (1024.0 * 1024 * 1024))
+        << " GiB CUDA context); bound " << format_number("%.0f", 100 * max_batch_bound)
+        << " %. Peaks in GiB at the largest batch that trained (allocated, reserved by the allocator, predicted);\n"
+           "worst peak error: over every batch that trained.\n\n";
+    TextTable t({"case", "largest", "predicted", "error %", "ok", "allocated", "reserved", "predicted GiB", "worst peak error %"});
+    t.overflow(0, Overflow::shorten_middle);
+    int within = 0;
+    for (const auto& r : results) {
+        within += r.within ? 1 : 0;
+        t.add_row({r.c->id, std::to_string(r.c->largest), std::to_string(r.predicted), format_number("%+.1f", 100 * r.error),
+                   r.within ? "yes" : "NO", format_number("%.2f", r.measured_peak / (1024.0 * 1024 * 1024)),
+                   format_number("%.2f", r.reserved_peak / (1024.0 * 1024 * 1024)),
+                   format_number("%.2f", r.predicted_peak / (1024.0 * 1024 * 1024)), format_number("%+.1f", 100 * r.worst_peak_error)});
+    }
+    t.print(out);
+    out << within << " of " << results.size() << " within " << format_number("%.0f", 100 * max_batch_bound) << " %.\n";
+}
+
 void run_validate(const ValidateOptions& o, const Context& context) {
     std::ostringstream text;
+    if (!o.max_batch.empty()) {
+        print_max_batch(o, o.csv ? std::cout : text);
+        std::cout << wrap_lines(text.str());
+        return;
+    }
     if (!o.ddp.empty()) {
         print_ddp(o, o.csv ? std::cout : text);
         std::cout << wrap_lines(text.str());
@@ -488,6 +532,14 @@ Command add_validate_command(CLI::App& app) {
                                 "giving their one-GPU steps (scaling efficiency)")
                     ->check(CLI::ExistingFile);
     ddp->excludes(measurements)->excludes(runs)->excludes(kernels);
+    cmd->add_option("--max-batch", o->max_batch,
+                    "Largest batches measured with tools/validate/measure_max_batch.py (data/validation/max-batch/*.json) "
+                    "against --batch max, and the predicted peak memory at every batch that trained")
+        ->check(CLI::ExistingFile)
+        ->excludes(measurements)
+        ->excludes(runs)
+        ->excludes(kernels)
+        ->excludes(ddp);
     cmd->add_option("--half", o->half, "With --kernels: the cases of the test half, the fit half, or all")
         ->check(CLI::IsMember({"test", "fit", "all"}))
         ->capture_default_str()
@@ -495,7 +547,8 @@ Command add_validate_command(CLI::App& app) {
     auto* csv = cmd->add_flag("--csv", o->csv,
                               "With --kernels: print CSV, one row per case (kind roofsim-kernel-validation), with the GEMM the "
                               "kernel model placed (a convolution's implicit GEMM) and its tile, split of K, waves and "
-                              "efficiency. With --ddp: one row per step (kind roofsim-ddp-validation-result)");
+                              "efficiency. With --ddp: one row per step (kind roofsim-ddp-validation-result). With --max-batch: one row "
+                              "per case (kind roofsim-max-batch-validation-result)");
     csv->excludes(measurements)->excludes(runs);
     return {cmd, [o](const Context& ctx) { run_validate(*o, ctx); }};
 }

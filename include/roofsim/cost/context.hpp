@@ -130,6 +130,8 @@ struct CostContext {
                        std::map<std::int64_t, MeasuredPoint>, detail::TupleHash>
         conv_measured_by_batch;
     CollectiveModel collectives;             ///< NCCL all-reduce: measured, or the link's datasheet bandwidth
+    Bytes memory_capacity{0};                ///< the GPU's memory: as CUDA reports it where measured, else the datasheet's
+    std::string memory_capacity_source;
     std::vector<BandwidthPoint> copy_curve;  ///< bytes/s vs working set, read + written (calibration)
     std::vector<BandwidthPoint> read_curve;  ///< read-only
     Seconds kernel_floor{0};                 ///< the least GPU time of any kernel
@@ -355,6 +357,12 @@ inline void add_builtin_collectives(CostContext& ctx, std::string_view gpu_key) 
         ctx.attention = kernels->attention;
         ctx.memory_fixed_time = kernels->memory_fixed_time;
         if (!ctx.attention.empty()) ctx.attention_source = "kernel model of " + kernels->chip + ": " + kernels->provenance;
+    }
+    ctx.memory_capacity = spec.memory_size.value;
+    ctx.memory_capacity_source = "datasheet (" + spec.memory_size.source + ")";
+    if (calibration && calibration->device.memory_bytes > 0) {
+        ctx.memory_capacity = Bytes(calibration->device.memory_bytes);
+        ctx.memory_capacity_source = "total memory as CUDA reports it, " + provenance(*calibration);
     }
     // A GPU's link to its peers, one way: half the datasheet's bidirectional NVLink, else PCIe, figure.
     if (spec.nvlink_bandwidth) {

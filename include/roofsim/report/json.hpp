@@ -71,6 +71,13 @@ inline constexpr int prediction_json_schema_version = 1;
               {"autocast_copies", p.memory.autocast_copies.value()},
               {"gradient_buckets", p.memory.gradient_buckets.value()},
               {"peak", p.memory.peak.value()}}},
+            {"memory_fit",
+             {{"capacity_bytes", p.memory_fit.capacity.value()},
+              {"capacity_source", p.memory_fit.capacity_source},
+              {"cuda_context_bytes", p.memory_fit.context.value()},
+              {"usable_bytes", p.memory_fit.usable().value()},
+              {"fits", p.memory_fit.fits()},
+              {"not_modelled", "the caching allocator's fragmentation"}}},
             {"layers", layers}};
 }
 

@@ -1,0 +1,86 @@
+// Capacity planning: whether a step fits a GPU's memory, the largest batch that fits, and that
+// batch against the largest that trained on an H200 (data/validation/max-batch/,
+// tools/validate/measure_max_batch.py).
+#include "catch.hpp"
+
+#include <roofsim/roofsim.hpp>
+#include <validate/max_batch_validation.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+using namespace roofsim;
+
+namespace {
+PredictOptions training(std::int64_t batch, PrecisionMode mode, OptimizerKind opt) {
+    PredictOptions o;
+    o.lowering.batch = batch;
+    o.lowering.precision = mode;
+    o.lowering.optimizer.kind = opt;
+    o.framework = find_builtin_framework_profile("h200-sxm");
+    return o;
+}
+}  // namespace
+
+TEST_CASE("a prediction states the GPU's memory, the CUDA context it leaves out, and whether the peak fits") {
+    const Graph g = *zoo::model("resnet50", 224);
+    const CostContext h200 = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
+    const Prediction p = predict(g, h200, training(64, PrecisionMode::amp_bf16, OptimizerKind::sgd));
+    CHECK(p.memory_fit.capacity.value() == find_builtin_calibration("h200-sxm")->device.memory_bytes);  // as CUDA reported it
+    CHECK(p.memory_fit.capacity_source.find("total memory as CUDA reports it") == 0);
+    CHECK(p.memory_fit.context.value() == Approx(0.6766 * 1024 * 1024 * 1024));
+    CHECK(p.memory_fit.peak == p.memory.peak);
+    CHECK(p.memory_fit.fits());
+
+    const CostContext rtx = make_cost_context(gpu_or_throw("rtx-3090"));
+    const Prediction big = predict(g, rtx, training(512, PrecisionMode::fp32, OptimizerKind::sgd));
+    CHECK(big.memory_fit.capacity.value() == 24.0 * 1024 * 1024 * 1024);  // the datasheet's 24 GiB
+    CHECK(big.memory_fit.capacity_source.find("datasheet") == 0);
+    CHECK_FALSE(big.memory_fit.fits());
+}
+
+TEST_CASE("max_batch: the largest batch that fits, one more does not; a model that never fits says by how much") {
+    const CostContext rtx = make_cost_context(gpu_or_throw("rtx-3090"));
+    const Graph g = *zoo::model("resnet50", 224);
+    const auto o = training(1, PrecisionMode::amp_bf16, OptimizerKind::sgd);
+    const MaxBatch m = max_batch(g, rtx, o);
+    REQUIRE(m.batch > 1);
+    CHECK(m.prediction.batch == m.batch);
+    CHECK(m.prediction.memory_fit.fits());
+    auto over = o;
+    over.lowering.batch = m.batch + 1;
+    CHECK_FALSE(predict(g, rtx, over).memory_fit.fits());
+
+    const Graph long_gpt = *zoo::model("gpt2-small", 100000);
+    CHECK_THROWS_WITH(max_batch(long_gpt, rtx, training(1, PrecisionMode::fp32, OptimizerKind::adamw)),
+                      Catch::Matchers::Contains("does not fit rtx-3090 even at batch 1") &&
+                          Catch::Matchers::Contains("GiB over the"));
+}
+
+TEST_CASE("accuracy: --batch max against the largest batch that trained on an H200") {
+    // Bound 5 %. Known misses (docs/validation.md, "Largest batch"): GPT-2 small, where PyTorch's
+    // caching allocator reserved 9.7-14.3 GiB beyond its allocated peak (fragmentation around the
+    // 10-20 GB logits), and under autocast Hugging Face's output keeps the bf16 logits alive (peak
+    // predicted 7.8 % short); ResNet-50 fp32, its peak predicted 7.1 % long.
+    const std::vector<std::string> known = {"gpt2-small/b95xs1024/amp-bf16", "gpt2-small/b77xs1024/fp32", "resnet50/b1696x224/fp32"};
+    const auto path = std::filesystem::path(ROOFSIM_SOURCE_DIR) / "data" / "validation" / "max-batch" / "h200-sxm-2026-12-04.json";
+    const MaxBatchRun run = load_max_batch_run(path);
+    const FrameworkProfile* fw = find_builtin_framework_profile("h200-sxm");
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"), fw);
+    const auto results = evaluate_max_batch(run, ctx, fw);
+    REQUIRE(results.size() == 6);
+    for (const auto& r : results) {
+        INFO(r.c->id << ": measured " << r.c->largest << ", predicted " << r.predicted);
+        if (std::find(known.begin(), known.end(), r.c->id) != known.end()) {
+            CHECK_FALSE(r.within);              // mended: take it off the list
+            CHECK(std::abs(r.error) <= 0.20);   // and no worse than today
+        } else {
+            CHECK(r.within);
+        }
+        CHECK(std::abs(r.worst_peak_error) <= 0.10);  // the memory model near capacity, every batch that trained
+        CHECK(r.measured_peak > 0);
+    }
+}
