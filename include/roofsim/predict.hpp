@@ -113,7 +113,7 @@ namespace detail {
         LayerTime& row = p.layers[row_index];
         if (!rows && row.op.empty() && k.phase == Phase::forward) row.op = k.op;
         const bool forward = k.phase == Phase::forward;
-        if (k.kind == KernelKind::collective) {  // its own stream: in the step's communication, not the row's GPU time
+        if (k.kind == KernelKind::collective) [[unlikely]] {  // its own stream: in the step's communication, not the row's GPU time
             (forward ? row.forward_host : row.backward_host) += s.host_time;
             phase_end[static_cast<int>(k.phase)] = max(phase_end[static_cast<int>(k.phase)], s.start + s.gpu_time);
             continue;

@@ -97,6 +97,8 @@ public:
         step_.kernels.origin = "lowered from layer graph '" + graph_.name + "'";
         step_.parameter_dtype = rules_.parameter_dtype;
         step_.kernels.kernels.reserve(graph_.layers.size() * 8);
+        step_.parameter_tensors.reserve(graph_.layers.size() * 2);
+        step_.parameter_layer.reserve(graph_.layers.size() * 2);
         if (summaries_) step_.layers.reserve(graph_.layers.size());
         backward_.reserve(graph_.layers.size() * 4);  // ample for the zoo models (at most 3.4 per layer)
         backward_begin_.reserve(graph_.layers.size() + 1);

@@ -109,6 +109,9 @@ struct HostCosts {
     Seconds zero_grad{0};                     ///< optimizer.zero_grad() before the step's first kernel
     Seconds per_kernel{0};                    ///< each kernel dispatched on its own (exported IR, no profile)
     Seconds synchronize{0};                   ///< returning from a wait for the GPU (a `sync` kernel)
+    /// One dispatch of DDP's reducer (data parallel; ddp_reducer_host_op markers); the default
+    /// backward figure where the profile has none
+    std::optional<Seconds> reducer_dispatch;
     ConvHostGrowth conv_growth;               ///< a convolution's host cost beyond its tiny layer's, by size
     /// Seconds of model code here per second of it timed where the IR was exported (a kernel's
     /// python_time): this host's Python reference time over the exporting host's
@@ -138,6 +141,7 @@ template <class Value>
                        &h.zero_grad, &h.per_kernel, &h.synchronize, &h.backward_walk_per_node}) {
         *s = *s * factor;
     }
+    if (h.reducer_dispatch) *h.reducer_dispatch = *h.reducer_dispatch * factor;
     for (auto* points : {&h.conv_growth.kernel_1x1, &h.conv_growth.other}) {
         for (auto& point : *points) {
             point.forward = point.forward * factor;
@@ -222,6 +226,7 @@ template <class LogFlops>
     if (k.python_time.value() > 0) return model_code_cost(k, h);
     if (k.kind == KernelKind::host_only && !k.host_op.empty()) {
         if (k.phase == Phase::optimizer) return h.optimizer_step;
+        if (h.reducer_dispatch && k.host_op == ddp_reducer_host_op) return *h.reducer_dispatch;
         const auto& table = k.phase == Phase::forward ? h.forward : h.backward;
         if (const Seconds* figure = find_host_figure(table, k.host_op)) return *figure;
         return k.phase == Phase::forward ? h.default_forward : h.default_backward;

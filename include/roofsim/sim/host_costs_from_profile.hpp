@@ -234,7 +234,7 @@ namespace detail {
     // DDP's reducer (data parallel): each of its C++ dispatches (a gradient's mul_out into its bucket,
     // its copy_ back, a bucket's all-reduce) at a tiny out= op's figure, whose Python call it lacks: an
     // upper bound by that much.
-    if (const auto reducer = f.seconds("eager_op_add_out")) h.backward.add_new(ddp_reducer_host_op, *reducer);
+    h.reducer_dispatch = f.seconds("eager_op_add_out");
     h.source = f.provenance();
     return h;
 }

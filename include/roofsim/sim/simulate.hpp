@@ -104,7 +104,7 @@ struct Timeline {
         s.gpu_time = c.time;
         s.bound = c.bound;
         s.start = max(s.issued, gpu_free);
-        if (k.kind == KernelKind::collective) {
+        if (k.kind == KernelKind::collective) [[unlikely]] {
             s.start = max(max(s.issued, gpu_end), comm_end);
             comm_end = s.start + s.gpu_time;
             t.communication_time += s.gpu_time;
@@ -112,7 +112,7 @@ struct Timeline {
             t.kernels.push_back(s);
             continue;
         }
-        if (k.waits_for_communication && comm_end > s.start) {
+        if (k.waits_for_communication && comm_end > s.start) [[unlikely]] {
             t.communication_wait += comm_end - s.start;
             s.start = comm_end;
         }
