@@ -84,3 +84,31 @@ TEST_CASE("accuracy: --batch max against the largest batch that trained on an H2
         CHECK(r.measured_peak > 0);
     }
 }
+
+TEST_CASE("compare: a row per GPU, speedup over the first, each at its own largest batch with max") {
+    const Graph g = *zoo::model("resnet50", 224);
+    const CostContext rtx = make_cost_context(gpu_or_throw("rtx-3090"));
+    const CostContext a100 = make_cost_context(gpu_or_throw("a100-80gb-sxm"));
+    const auto o = training(32, PrecisionMode::amp_bf16, OptimizerKind::sgd);
+    const auto rows = compare(g, {&rtx, &a100}, o, false);
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[0].gpu_key == "rtx-3090");
+    CHECK(rows[0].profile == "datasheet");
+    CHECK(rows[0].speedup == 1.0);
+    const double r0 = 32 / rows[0].prediction.step_time.value(), r1 = 32 / rows[1].prediction.step_time.value();
+    CHECK(rows[1].speedup == Approx(r1 / r0));
+    CHECK(rows[0].prediction.batch == 32);
+    for (const auto& r : rows) {
+        CHECK(r.compute_share + r.memory_share + r.idle_share == Approx(1.0));
+        CHECK(r.compute_share >= 0);
+        CHECK(r.memory_share >= 0);
+        REQUIRE(r.largest_batch);
+        CHECK(*r.largest_batch == max_batch(g, r.gpu_key == "rtx-3090" ? rtx : a100, o).batch);
+    }
+    const auto at_max = compare(g, {&rtx, &a100}, o, true);
+    CHECK(at_max[0].prediction.batch == *rows[0].largest_batch);
+    CHECK(at_max[1].prediction.batch == *rows[1].largest_batch);
+    CHECK(at_max[1].prediction.batch > at_max[0].prediction.batch);  // 80 GB against 24 GB
+    const CostContext h200 = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
+    CHECK(compare(g, {&h200}, o, false).front().profile == "measured");
+}

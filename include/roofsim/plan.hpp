@@ -1,9 +1,13 @@
 #pragma once
-/// Capacity planning over predictions: the largest batch of a model that fits a GPU.
+/// Capacity planning over predictions: the largest batch of a model that fits a GPU, and one model
+/// compared over several GPUs.
 
 #include <roofsim/predict.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
+#include <vector>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -54,6 +58,56 @@ struct MaxBatch {
         }
     }
     return {lo, std::move(low)};
+}
+
+/// One GPU's row of a comparison.
+struct Comparison {
+    std::string gpu_key;
+    std::string profile;  ///< "measured" (a calibration of that GPU) or "datasheet"
+    Prediction prediction;  ///< at the asked batch, or at the GPU's largest that fits
+    std::optional<std::int64_t> largest_batch;  ///< the largest batch that fits; none where batch 1 does not
+    double speedup = 1;  ///< samples per second over the first row's
+    /// Of the step: GPU time in compute-bound kernels, in memory- (and latency-) bound ones, and the
+    /// rest, where the GPU waits on the host (or on communication).
+    double compute_share = 0, memory_share = 0, idle_share = 0;
+};
+
+/// `graph` on each GPU of `gpus` with `options`; with `at_largest_batch`, each GPU at its own largest
+/// batch that fits (a GPU where batch 1 does not fit gets the asked batch, marked by no largest_batch).
+[[nodiscard]] inline std::vector<Comparison> compare(const Graph& graph, const std::vector<const CostContext*>& gpus,
+                                                     const PredictOptions& options, bool at_largest_batch) {
+    std::vector<Comparison> rows;
+    for (const CostContext* ctx : gpus) {
+        Comparison r;
+        r.gpu_key = ctx->ceilings.gpu_key;
+        r.profile = ctx->ceilings.origin == "datasheet" ? "datasheet" : "measured";
+        try {
+            MaxBatch m = max_batch(graph, *ctx, options);
+            r.largest_batch = m.batch;
+            if (at_largest_batch) r.prediction = std::move(m.prediction);
+        } catch (const std::runtime_error&) {  // batch 1 does not fit: no largest batch
+        }
+        if (!at_largest_batch || !r.largest_batch) r.prediction = predict(graph, *ctx, options);
+        const Prediction& p = r.prediction;
+        Seconds compute{0};
+        for (std::size_t i = 0; i < p.kernels.kernels.size(); ++i) {
+            const KernelKind kind = p.kernels.kernels[i].kind;
+            if (kind != KernelKind::host_only && kind != KernelKind::collective && p.timeline.kernels[i].bound == Bound::compute) {
+                compute += p.timeline.kernels[i].gpu_time;
+            }
+        }
+        const double step = p.step_time.value();
+        r.compute_share = compute.value() / step;
+        r.memory_share = (p.gpu_time + p.gpu_gap_time - compute).value() / step;
+        r.idle_share = std::max(0.0, 1.0 - r.compute_share - r.memory_share);
+        rows.push_back(std::move(r));
+    }
+    if (!rows.empty()) {
+        auto rate = [](const Prediction& p) { return static_cast<double>(p.batch) * p.gpus / p.step_time.value(); };
+        const double first = rate(rows.front().prediction);
+        for (auto& r : rows) r.speedup = rate(r.prediction) / first;
+    }
+    return rows;
 }
 
 }  // namespace roofsim
