@@ -12,6 +12,22 @@
 #include <vector>
 
 using namespace roofsim;
+using Catch::Approx;
+
+namespace {
+/// The message of what `f` throws ("" where it throws nothing): Catch2 v2 and v3 spell their string
+/// matchers apart.
+template <class F>
+std::string thrown_by(F&& f) {
+    try {
+        f();
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return "";
+}
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+}  // namespace
 
 namespace {
 const std::filesystem::path ddp_dir = std::filesystem::path(ROOFSIM_SOURCE_DIR) / "data" / "validation" / "ddp";
@@ -55,10 +71,10 @@ TEST_CASE("all-reduce time: measured points, log-log between them, the last bus 
     // 4 GPUs were not measured: the ring rule, 2 (n-1)/n x bytes over the link
     CHECK(all_reduce_time(1e9, 4, m, &how).value() == Approx(1.5 * 1e9 / 100e9));
     CHECK(how == "ring rule on test link");
-    CHECK_THROWS_WITH(all_reduce_time(1e6, 1, m), Catch::Matchers::Contains("2 or more GPUs"));
+    CHECK(has(thrown_by([&] { (void)all_reduce_time(1e6, 1, m); }), "2 or more GPUs"));
     CHECK_THROWS(all_reduce_time(-1, 2, m));
     CollectiveModel none;
-    CHECK_THROWS_WITH(all_reduce_time(1e6, 2, none), Catch::Matchers::Contains("no link bandwidth"));
+    CHECK(has(thrown_by([&] { (void)all_reduce_time(1e6, 2, none); }), "no link bandwidth"));
 }
 
 TEST_CASE("the measured collective profile of two H200s is built in and read for 2 GPUs only") {
@@ -175,11 +191,10 @@ TEST_CASE("the communication stream: all-reduces overlap the backward; the optim
 TEST_CASE("data parallel: bad counts and a kernel IR are refused") {
     const CostContext ctx = h200_with_collectives();
     const Graph g = *zoo::model("resnet50", 224);
-    CHECK_THROWS_WITH(predict(g, ctx, options(8, PrecisionMode::fp32, OptimizerKind::sgd, 0)), Catch::Matchers::Contains("gpus must be 1 to 65535"));
+    CHECK(has(thrown_by([&] { (void)predict(g, ctx, options(8, PrecisionMode::fp32, OptimizerKind::sgd, 0)); }), "gpus must be 1 to 65535"));
     KernelIr ir = to_kernel_ir(lower(g, options(8, PrecisionMode::fp32, OptimizerKind::sgd, 1).lowering),
                                options(8, PrecisionMode::fp32, OptimizerKind::sgd, 1).lowering);
-    CHECK_THROWS_WITH(predict(ir, ctx, options(8, PrecisionMode::fp32, OptimizerKind::sgd, 2)),
-                      Catch::Matchers::Contains("needs a layer graph"));
+    CHECK(has(thrown_by([&] { (void)predict(ir, ctx, options(8, PrecisionMode::fp32, OptimizerKind::sgd, 2)); }), "needs a layer graph"));
 }
 
 TEST_CASE("a collective kernel in the IR's JSON: ranks written and read back, checked") {
@@ -198,14 +213,13 @@ TEST_CASE("a collective kernel in the IR's JSON: ranks written and read back, ch
     CHECK(back.kind == KernelKind::collective);
     nlohmann::json no_ranks = j;
     no_ranks.erase("ranks");
-    CHECK_THROWS_WITH(detail::kernel_from_json(detail::JsonCursor(no_ranks, "k.json", "")), Catch::Matchers::Contains("needs ranks"));
+    CHECK(has(thrown_by([&] { (void)detail::kernel_from_json(detail::JsonCursor(no_ranks, "k.json", "")); }), "needs ranks"));
     nlohmann::json one = j;
     one["ranks"] = 1;
-    CHECK_THROWS_WITH(detail::kernel_from_json(detail::JsonCursor(one, "k.json", "")), Catch::Matchers::Contains("2 to 65535"));
+    CHECK(has(thrown_by([&] { (void)detail::kernel_from_json(detail::JsonCursor(one, "k.json", "")); }), "2 to 65535"));
     nlohmann::json on_gemm = j;
     on_gemm["kind"] = "elementwise";
-    CHECK_THROWS_WITH(detail::kernel_from_json(detail::JsonCursor(on_gemm, "k.json", "")),
-                      Catch::Matchers::Contains("only a collective kernel spans ranks"));
+    CHECK(has(thrown_by([&] { (void)detail::kernel_from_json(detail::JsonCursor(on_gemm, "k.json", "")); }), "only a collective kernel spans ranks"));
 }
 
 TEST_CASE("accuracy: DDP steps on two H200s against --num-gpus 2") {
