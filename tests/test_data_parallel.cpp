@@ -2,6 +2,7 @@
 // the communication stream in the step simulation, and the steps measured on two H200s
 // (data/validation/ddp/, tools/validate/measure_ddp.py) against their prediction.
 #include "catch.hpp"
+#include "thrown.hpp"
 
 #include <roofsim/roofsim.hpp>
 #include <validate/ddp_validation.hpp>
@@ -13,21 +14,6 @@
 
 using namespace roofsim;
 using Catch::Approx;
-
-namespace {
-/// The message of what `f` throws ("" where it throws nothing): Catch2 v2 and v3 spell their string
-/// matchers apart.
-template <class F>
-std::string thrown_by(F&& f) {
-    try {
-        f();
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-    return "";
-}
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-}  // namespace
 
 namespace {
 const std::filesystem::path ddp_dir = std::filesystem::path(ROOFSIM_SOURCE_DIR) / "data" / "validation" / "ddp";

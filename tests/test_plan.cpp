@@ -2,6 +2,7 @@
 // batch against the largest that trained on an H200 (data/validation/max-batch/,
 // tools/validate/measure_max_batch.py).
 #include "catch.hpp"
+#include "thrown.hpp"
 
 #include <roofsim/roofsim.hpp>
 #include <validate/max_batch_validation.hpp>
@@ -14,21 +15,6 @@
 
 using namespace roofsim;
 using Catch::Approx;
-
-namespace {
-/// The message of what `f` throws ("" where it throws nothing): Catch2 v2 and v3 spell their string
-/// matchers apart.
-template <class F>
-std::string thrown_by(F&& f) {
-    try {
-        f();
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-    return "";
-}
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-}  // namespace
 
 namespace {
 PredictOptions training(std::int64_t batch, PrecisionMode mode, OptimizerKind opt) {
@@ -106,7 +92,7 @@ TEST_CASE("compare: a row per GPU, speedup over the first, each at its own large
     const CostContext rtx = make_cost_context(gpu_or_throw("rtx-3090"));
     const CostContext a100 = make_cost_context(gpu_or_throw("a100-80gb-sxm"));
     const auto o = training(32, PrecisionMode::amp_bf16, OptimizerKind::sgd);
-    const auto rows = compare(g, {&rtx, &a100}, o, false);
+    const auto rows = compare(g, {{&rtx}, {&a100}}, o, false);
     REQUIRE(rows.size() == 2);
     CHECK(rows[0].gpu_key == "rtx-3090");
     CHECK(rows[0].profile == "datasheet");
@@ -121,10 +107,10 @@ TEST_CASE("compare: a row per GPU, speedup over the first, each at its own large
         REQUIRE(r.largest_batch);
         CHECK(*r.largest_batch == max_batch(g, r.gpu_key == "rtx-3090" ? rtx : a100, o).batch);
     }
-    const auto at_max = compare(g, {&rtx, &a100}, o, true);
+    const auto at_max = compare(g, {{&rtx}, {&a100}}, o, true);
     CHECK(at_max[0].prediction.batch == *rows[0].largest_batch);
     CHECK(at_max[1].prediction.batch == *rows[1].largest_batch);
     CHECK(at_max[1].prediction.batch > at_max[0].prediction.batch);  // 80 GB against 24 GB
     const CostContext h200 = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
-    CHECK(compare(g, {&h200}, o, false).front().profile == "measured");
+    CHECK(compare(g, {{&h200}}, o, false).front().profile == "measured");
 }

@@ -72,12 +72,22 @@ struct Comparison {
     double compute_share = 0, memory_share = 0, idle_share = 0;
 };
 
+/// A GPU to compare on: its cost context, and the framework profile of the host it is taken with
+/// (none: PredictOptions::framework).
+struct ComparedGpu {
+    const CostContext* ctx = nullptr;
+    const FrameworkProfile* framework = nullptr;
+};
+
 /// `graph` on each GPU of `gpus` with `options`; with `at_largest_batch`, each GPU at its own largest
 /// batch that fits (a GPU where batch 1 does not fit gets the asked batch, marked by no largest_batch).
-[[nodiscard]] inline std::vector<Comparison> compare(const Graph& graph, const std::vector<const CostContext*>& gpus,
-                                                     const PredictOptions& options, bool at_largest_batch) {
+[[nodiscard]] inline std::vector<Comparison> compare(const Graph& graph, const std::vector<ComparedGpu>& gpus,
+                                                     PredictOptions options, bool at_largest_batch) {
     std::vector<Comparison> rows;
-    for (const CostContext* ctx : gpus) {
+    const FrameworkProfile* default_framework = options.framework;
+    for (const ComparedGpu& gpu : gpus) {
+        const CostContext* ctx = gpu.ctx;
+        options.framework = gpu.framework ? gpu.framework : default_framework;
         Comparison r;
         r.gpu_key = ctx->ceilings.gpu_key;
         r.profile = ctx->ceilings.origin == "datasheet" ? "datasheet" : "measured";

@@ -76,15 +76,10 @@ void run_compare(const CompareOptions& o) {
         frameworks.push_back(fw);
     }
     // each GPU with its own framework profile (the host costs of the host it was measured on)
-    std::vector<Comparison> rows;
-    for (std::size_t i = 0; i < contexts.size(); ++i) {
-        PredictOptions options = s.options;
-        options.framework = frameworks[i];
-        auto one = compare(graph, {&contexts[i]}, options, s.at_largest);
-        rows.push_back(std::move(one.front()));
-    }
+    std::vector<ComparedGpu> gpus;
+    for (std::size_t i = 0; i < contexts.size(); ++i) gpus.push_back({&contexts[i], frameworks[i]});
+    const std::vector<Comparison> rows = compare(graph, gpus, s.options, s.at_largest);
     const auto rate = [](const Prediction& p) { return static_cast<double>(p.batch) * p.gpus / p.step_time.value(); };
-    for (auto& r : rows) r.speedup = rate(r.prediction) / rate(rows.front().prediction);
 
     if (o.json) {
         nlohmann::json out = nlohmann::json::array();
