@@ -212,7 +212,7 @@ struct PredictOptions {
     for (const auto& b : buckets) p.memory.gradient_buckets += Bytes(b.bytes);  // DDP's flat copy of the gradients
     p.memory.peak += p.memory.gradient_buckets;
     p.buckets = std::move(buckets);
-    if (p.gpus > 1) (void)all_reduce_time(0, p.gpus, ctx.collectives, &p.communication_source);
+    if (p.gpus > 1) p.communication_source = all_reduce_source(p.gpus, ctx.collectives);
     p.memory_fit = memory_fit(p.memory.peak, ctx.memory_capacity, ctx.memory_capacity_source);
     // Each layer's row gets its graph op: row i is layer i (the optimizer's row comes after them all).
     for (std::size_t i = 0; i < p.layers.size() && i < graph.layers.size(); ++i) p.layers[i].op = graph.layers[i].op;

@@ -405,9 +405,7 @@ void print_ddp(const ValidateOptions& o, std::ostream& out) {
         return;
     }
     for (const auto& r : runs) out << "DDP steps " << r.origin << "\n";
-    std::string how;
-    (void)all_reduce_time(0, results.front().c->world, ctx.collectives, &how);
-    out << "Predicted on " << key << " with its built-in profiles; all-reduce: " << how
+    out << "Predicted on " << key << " with its built-in profiles; all-reduce: " << all_reduce_source(results.front().c->world, ctx.collectives)
         << ".\nerror = predicted / measured - 1; bound: GPU-paced " << format_number("%.0f", 100 * ddp_gpu_paced_bound)
         << " %, host-paced the samples' p10-p90 or " << format_number("%.0f", 100 * ddp_host_paced_bound)
         << " %; efficiency: N-GPU throughput over N x one GPU's.\n\n";

@@ -38,6 +38,12 @@ inline void add_all_reduce_point(CollectiveModel& m, int gpus, CollectivePoint p
     else points.insert(it, p);
 }
 
+/// Where all_reduce_time's figure over `gpus` GPUs comes from: "measured: <source>" or "ring rule on <link>".
+[[nodiscard]] inline std::string all_reduce_source(int gpus, const CollectiveModel& m) {
+    const auto it = m.all_reduce.find(gpus);
+    return it != m.all_reduce.end() && !it->second.empty() ? "measured: " + m.measured_source : "ring rule on " + m.link_source;
+}
+
 /// The GPU time of an all-reduce of `bytes` over `gpus` GPUs, and which figure set it:
 /// - measured (NCCL over this GPU count): log-log interpolation between the measured sizes; below
 ///   the smallest, its time (the latency floor); above the largest, its bus bandwidth;
@@ -48,7 +54,7 @@ inline void add_all_reduce_point(CollectiveModel& m, int gpus, CollectivePoint p
     if (!(bytes >= 0) || !std::isfinite(bytes)) throw std::invalid_argument("all_reduce_time: bytes must be finite and >= 0");
     if (const auto it = m.all_reduce.find(gpus); it != m.all_reduce.end() && !it->second.empty()) {
         const auto& p = it->second;
-        if (how) *how = "measured: " + m.measured_source;
+        if (how) *how = all_reduce_source(gpus, m);
         if (bytes <= p.front().bytes) return p.front().time;
         if (bytes >= p.back().bytes) return p.back().time * (bytes / p.back().bytes);
         const auto hi = std::lower_bound(p.begin(), p.end(), bytes, [](const CollectivePoint& q, double b) { return q.bytes < b; });
@@ -59,7 +65,7 @@ inline void add_all_reduce_point(CollectiveModel& m, int gpus, CollectivePoint p
     if (!(m.link.value() > 0)) {
         throw std::runtime_error("all-reduce over " + std::to_string(gpus) + " GPUs: no measurement for that count and no link bandwidth");
     }
-    if (how) *how = "ring rule on " + m.link_source;
+    if (how) *how = all_reduce_source(gpus, m);
     return Seconds(2.0 * (gpus - 1) / gpus * bytes / m.link.value());
 }
 
