@@ -1,6 +1,7 @@
-// Predicts one training step of a small MLP built in C++, on an A100 by its datasheet, on the H200
-// with the measured profile and framework costs that ship with roofsim, and data-parallel over two
-// H200s with the NCCL times measured on such a pair.
+// Predicts one training step of a small MLP built in C++, on an A100 by the profile roofsim derives
+// for it from the measured H200's (docs/derivation.md), on the H200 with the measured profile and
+// framework costs that ship with roofsim, and data-parallel over two H200s with the NCCL times
+// measured on such a pair.
 #include <roofsim/roofsim.hpp>
 
 #include <cstdio>
@@ -21,12 +22,12 @@ int main() {
     options.lowering.precision = PrecisionMode::amp_bf16;
     options.lowering.optimizer.kind = OptimizerKind::adamw;
 
-    const Prediction datasheet = predict(graph, make_cost_context(gpu_or_throw("a100-80gb-sxm")), options);
-    std::printf("a100-80gb-sxm (datasheet): step %.3f ms, peak memory %.2f GiB\n", to_milliseconds(datasheet.step_time),
-                to_gib(datasheet.memory.peak));
-
     const FrameworkProfile* framework = find_builtin_framework_profile("h200-sxm");
     options.framework = framework;
+    const Prediction derived = predict(graph, make_default_cost_context(gpu_or_throw("a100-80gb-sxm"), framework), options);
+    std::printf("a100-80gb-sxm (%s profile): step %.3f ms, peak memory %.2f GiB\n", derived.profile_kind.c_str(),
+                to_milliseconds(derived.step_time), to_gib(derived.memory.peak));
+
     const CostContext h200 = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"), framework);
     const Prediction measured = predict(graph, h200, options);
     std::printf("h200-sxm (measured profile): step %.3f ms, %zu kernels\n", to_milliseconds(measured.step_time),

@@ -356,7 +356,8 @@ TEST_CASE("fp16 convolutions take the bf16 sweep where the tensor rates are equa
     k.unit = ComputeUnit::bf16_tensor;
     const Seconds bf16 = kernel_cost(k, ctx).time;
     k.unit = ComputeUnit::fp16_tensor;
-    CHECK(kernel_cost(k, ctx).time.value() == Catch::Approx(bf16.value()).epsilon(0.01));  // (scaled by each unit's GEMM fit)
+    // the same records, scaled by each unit's own kernel-model fit (fp16 fitted to its own corpus rows)
+    CHECK(kernel_cost(k, ctx).time.value() == Catch::Approx(bf16.value()).epsilon(0.05));
 }
 
 TEST_CASE("a normalization's op efficiency follows its reduction shape", "[predict][cost]") {

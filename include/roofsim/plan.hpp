@@ -63,7 +63,7 @@ struct MaxBatch {
 /// One GPU's row of a comparison.
 struct Comparison {
     std::string gpu_key;
-    std::string profile;  ///< "measured" (a calibration of that GPU) or "datasheet"
+    std::string profile;  ///< "measured" (a calibration of that GPU), "derived" (profile/derive.hpp) or "datasheet"
     Prediction prediction;  ///< at the asked batch, or at the GPU's largest that fits
     std::optional<std::int64_t> largest_batch;  ///< the largest batch that fits; none where batch 1 does not
     double speedup = 1;  ///< samples per second over the first row's
@@ -90,7 +90,7 @@ struct ComparedGpu {
         options.framework = gpu.framework ? gpu.framework : default_framework;
         Comparison r;
         r.gpu_key = ctx->ceilings.gpu_key;
-        r.profile = ctx->ceilings.origin == "datasheet" ? "datasheet" : "measured";
+        r.profile = ctx->ceilings.kind;
         try {
             MaxBatch m = max_batch(graph, *ctx, options);
             r.largest_batch = m.batch;

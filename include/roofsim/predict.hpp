@@ -40,6 +40,7 @@ struct LayerTime {
 struct Prediction {
     std::string gpu_key;
     std::string ceilings_origin;
+    std::string profile_kind;  ///< the kind of profile it was predicted on: "measured", "derived" or "datasheet"
     std::string host_costs_source;
     PrecisionMode precision = PrecisionMode::fp32;
     std::int64_t batch = 0;
@@ -75,6 +76,7 @@ namespace detail {
     Prediction p;
     p.gpu_key = ctx.ceilings.gpu_key;
     p.ceilings_origin = ctx.ceilings.origin;
+    p.profile_kind = ctx.ceilings.kind;
     p.host_costs_source = host.source;
     p.precision = kernels.precision;
     p.kernels = std::move(kernels);

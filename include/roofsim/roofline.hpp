@@ -22,6 +22,7 @@ struct Ceilings {
     std::string gpu_key;   ///< the GPU these ceilings describe ("h200-sxm")
     std::string gpu_name;  ///< its human name
     std::string origin;    ///< "datasheet" or the calibration's provenance line
+    std::string kind = "datasheet";  ///< the kind of profile: "datasheet", "measured" or "derived" (profile/derive.hpp)
     std::map<ComputeUnit, Sourced<FlopsPerSecond>> compute;
     std::map<MemoryLevel, Sourced<BytesPerSecond>> bandwidth;
     std::optional<Sourced<Seconds>> launch_latency;  ///< the shortest time any kernel takes
@@ -76,6 +77,7 @@ struct Ceilings {
     Ceilings c = ceilings_from_spec(spec);
     const std::string measured = provenance(cal);
     c.origin = measured;
+    c.kind = cal.derivation ? "derived" : "measured";
     for (ComputeUnit u : all_compute_units) {
         if (auto rate = compute_ceiling(cal, u)) {
             std::string how;

@@ -36,6 +36,7 @@
 #include <roofsim/cost/op_factor.hpp>
 #include <roofsim/cost/kernel_cost.hpp>
 #include <roofsim/cost/op_factor_calibration.hpp>
+#include <roofsim/cost/default_context.hpp>
 
 // Simulation: host costs and the discrete-event step.
 #include <roofsim/sim/host_costs.hpp>

@@ -19,7 +19,7 @@ struct CompareOptions {
 Graph load_graph_input(const CompareOptions& o) {
     if (!o.model.empty()) {
         auto g = zoo::model(o.model, o.size);
-        if (!g) throw UsageError("unknown model '" + o.model + "'; built in: resnet50, bert-base, gpt2-small");
+        if (!g) throw UsageError("unknown model '" + o.model + "'; built in: " + zoo::joined_model_names());
         return std::move(*g);
     }
     if (o.graph.empty()) throw UsageError("compare needs --model NAME or --graph FILE");
@@ -71,7 +71,7 @@ void run_compare(const CompareOptions& o) {
         const GpuSpec& spec = gpu_arg(key);
         const FrameworkProfile* fw = framework_file ? &*framework_file : find_builtin_framework_profile(spec.key);
         if (!fw && !builtin_framework_profiles().empty()) fw = &builtin_framework_profiles().front();
-        contexts.push_back(make_cost_context(spec, find_builtin_calibration(spec.key), fw));
+        contexts.push_back(make_default_cost_context(spec, fw));
         if (s.options.data_parallel.gpus > 1) add_builtin_collectives(contexts.back(), spec.key);
         frameworks.push_back(fw);
     }
@@ -143,8 +143,8 @@ Command add_compare_command(CLI::App& app) {
     auto o = std::make_shared<CompareOptions>();
     auto* cmd = app.add_subcommand("compare", "One model's training step on several GPUs: time, throughput, memory, largest batch");
     auto* graph = cmd->add_option("--graph", o->graph, "Layer graph JSON (docs/graph-format.md)");
-    cmd->add_option("--model", o->model, "A built-in model: resnet50, bert-base, gpt2-small")->excludes(graph);
-    cmd->add_option("--size", o->size, "Built-in model's image size or sequence length (default 224 / 128 / 1024)");
+    cmd->add_option("--model", o->model, "A built-in model: " + zoo::joined_model_names())->excludes(graph);
+    cmd->add_option("--size", o->size, "Built-in model's image size or sequence length (default: resnet50 224, bert-base 128, gpt2-small 1024, bert-large-squad 384)");
     cmd->add_option("--gpu", o->gpus,
                     "GPU keys, comma-separated (default: rtx-3090, rtx-a6000, a100-40gb-sxm, a100-80gb-sxm, h100-sxm, h200-sxm)");
     cmd->add_option("--precision", o->precision, "PyTorch precision mode: fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16")

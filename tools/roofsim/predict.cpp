@@ -201,7 +201,7 @@ ModelInput load_model_file(const std::string& path) {
 ModelInput load_input(const PredictOptions& o) {
     if (!o.model.empty()) {
         auto g = zoo::model(o.model, o.size);
-        if (!g) throw UsageError("unknown model '" + o.model + "'; built in: resnet50, bert-base, gpt2-small");
+        if (!g) throw UsageError("unknown model '" + o.model + "'; built in: " + zoo::joined_model_names());
         return std::move(*g);
     }
     return load_model_file(o.graph.empty() ? o.ir : o.graph);
@@ -304,15 +304,18 @@ void run_predict(PredictOptions& o, const Context& ctx) {
     auto options = predict_options(o);
     const ModelInput input = load_input(o);
     if (const auto* ir = std::get_if<KernelIr>(&input)) check_ir_options(o, *ir, options.lowering.optimizer.kind);
-    const Calibration* measured = nullptr;
-    if (calibration && calibration->device.gpu_key == spec.key) measured = &*calibration;
-    else if (!o.datasheet && !calibration) measured = find_builtin_calibration(spec.key);
     std::optional<FrameworkProfile> framework_file;
     if (!o.framework.empty()) framework_file = load_framework_profile(o.framework);
     options.framework = framework_file ? &*framework_file : find_builtin_framework_profile(spec.key);
     if (!options.framework && !builtin_framework_profiles().empty()) options.framework = &builtin_framework_profiles().front();
     if (!o.emit_ir.empty() && o.num_gpus != 1) throw UsageError("--emit-ir writes one GPU's step: leave out --num-gpus");
-    auto cost = make_cost_context(spec, measured, options.framework);
+    // the calibration given for this GPU; else its datasheet (--datasheet), or a profile derived from
+    // the calibration given for another GPU; else the default: built in, measured or derived
+    auto cost = calibration && calibration->device.gpu_key == spec.key ? make_cost_context(spec, &*calibration, options.framework)
+                : o.datasheet ? make_cost_context(spec, nullptr, options.framework)
+                : calibration && !calibration->device.gpu_key.empty() ? make_derived_cost_context(spec, *calibration, options.framework)
+                : calibration ? make_cost_context(spec, nullptr, options.framework)
+                              : make_default_cost_context(spec, options.framework);
     if (o.num_gpus > 1 && !o.datasheet) add_builtin_collectives(cost, spec.key);
     const auto* graph = std::get_if<Graph>(&input);
     const Prediction p = o.batch_max ? max_batch(*graph, cost, options).prediction
@@ -338,8 +341,8 @@ void add_source_options(CLI::App* cmd, PredictOptions& o) {
                                "Kernel IR JSON (docs/ir-format.md), e.g. from python3 -m roofsim_export; "
                                "its precision, batch and optimizer are the ones it was captured with")
                    ->excludes(graph);
-    cmd->add_option("--model", o.model, "A built-in model: resnet50, bert-base, gpt2-small")->excludes(graph)->excludes(ir);
-    cmd->add_option("--size", o.size, "Built-in model's image size or sequence length (default 224 / 128 / 1024)");
+    cmd->add_option("--model", o.model, "A built-in model: " + zoo::joined_model_names())->excludes(graph)->excludes(ir);
+    cmd->add_option("--size", o.size, "Built-in model's image size or sequence length (default: resnet50 224, bert-base 128, gpt2-small 1024, bert-large-squad 384)");
 }
 
 void add_training_options(CLI::App* cmd, PredictOptions& o) {
@@ -377,7 +380,7 @@ void add_cost_options(CLI::App* cmd, PredictOptions& o) {
             },
             "POSITIVE")
         ->capture_default_str();
-    cmd->add_flag("--datasheet", o.datasheet, "Datasheet ceilings even where a measured profile is built in");
+    cmd->add_flag("--datasheet", o.datasheet, "Bare datasheet ceilings: no measured profile, and none derived from another GPU's (docs/derivation.md)");
     cmd->add_flag("--strict", o.strict, "Refuse a model with ops that have no cost model (flagged), listing them");
 }
 

@@ -5,6 +5,7 @@
 #include <validate/ddp_validation.hpp>
 #include <validate/kernel_corpus.hpp>
 #include <validate/max_batch_validation.hpp>
+#include <validate/throughput_validation.hpp>
 #include <validate/kernel_fit.hpp>
 #include <validate/validation.hpp>
 
@@ -23,6 +24,8 @@ struct ValidateOptions {
     std::string measurements, framework, runs, exported, host_speed = "profiled", kernels, half = "test";
     std::vector<std::string> ddp;
     std::string max_batch;
+    std::string throughputs;
+    bool datasheet = false;
     bool csv = false;
     bool cases = false, phases = false, passes = false;
 };
@@ -294,7 +297,7 @@ HostSpeed host_speed(const ValidateOptions& o) {
 
 void run_validate_file(const ValidateOptions& o, const Context& context, std::ostream& out) {
     if (o.measurements.empty()) throw UsageError(
-        "validate needs --measurements FILE, --runs FILE, --kernels DIR, --ddp FILE... or --max-batch FILE");
+        "validate needs --measurements FILE, --runs FILE, --kernels DIR, --ddp FILE... or --max-batch FILE, or --throughputs FILE");
     const ValidationSet set = load_validation(o.measurements);
     const auto& spec = gpu_arg(set.gpu_key);
     const auto& calibration = context.calibration;
@@ -462,8 +465,190 @@ void print_max_batch(const ValidateOptions& o, std::ostream& out) {
     out << within << " of " << results.size() << " within " << format_number("%.0f", 100 * max_batch_bound) << " %.\n";
 }
 
+/// A published row's model and precision by roofsim's names (the zoo model, the precision mode).
+std::string zoo_name(const std::string& published) { return std::string(find_published_model(published)->zoo_name); }
+std::string mode_name(const std::string& published) { return std::string(to_string(*published_precision_mode(published))); }
+
+/// `text` as one CSV field: quoted where it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& text) {
+    if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+    std::string out = "\"";
+    for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return out + "\"";
+}
+
+/// The columns of `validate --throughputs --csv`: one header for every record; each record fills
+/// the columns it has (docs in the option's help).
+constexpr std::array<const char*, 25> throughput_csv_columns = {
+    "kind", "schema_version", "record", "row", "gpu", "gpu_b", "model", "precision", "bench_round", "batch", "measured",
+    "predicted", "error", "difference", "profile", "fits", "peak_bytes", "usable_bytes", "rows", "gpus", "pairs",
+    "disagreeing", "median_abs_error", "max_abs_error", "note"};
+
+void print_throughput_csv(const ThroughputValidation& v, const std::vector<ThroughputErrorSummary>& summaries,
+                          const PairOrdering& ordering, const std::vector<ThroughputRatio>& ratios, std::ostream& out) {
+    for (std::size_t c = 0; c < throughput_csv_columns.size(); ++c) out << (c ? "," : "") << throughput_csv_columns[c];
+    out << '\n';
+    using Fields = std::map<std::string, std::string>;
+    const auto record = [&](const std::string& kind, Fields f) {
+        f["kind"] = "roofsim-throughput-validation-result";
+        f["schema_version"] = "1";
+        f["record"] = kind;
+        for (std::size_t c = 0; c < throughput_csv_columns.size(); ++c) {
+            const auto it = f.find(throughput_csv_columns[c]);
+            out << (c ? "," : "") << (it == f.end() ? std::string() : csv_field(it->second));
+        }
+        out << '\n';
+    };
+    const auto number = [](double x) { return format_number("%.9g", x); };
+    for (const auto& r : v.results) {
+        record("row", {{"row", r.row ? std::to_string(r.row->row) : std::string()},
+                       {"gpu", r.gpu_key},
+                       {"model", zoo_name(r.model)},
+                       {"precision", std::string(to_string(r.mode))},
+                       {"bench_round", r.row ? r.row->bench_round : std::string()},
+                       {"batch", std::to_string(r.batch)},
+                       {"measured", number(r.measured)},
+                       {"predicted", number(r.predicted)},
+                       {"error", number(r.error)},
+                       {"profile", r.profile},
+                       {"fits", r.fits ? "1" : "0"},
+                       {"peak_bytes", number(r.peak_bytes)},
+                       {"usable_bytes", number(r.usable_bytes)}});
+    }
+    for (const auto& s : summaries) {
+        record("summary", {{"model", s.model == "all" ? s.model : zoo_name(s.model)},
+                           {"rows", std::to_string(s.rows)},
+                           {"median_abs_error", number(s.median_abs_error)},
+                           {"max_abs_error", number(s.max_abs_error)},
+                           {"row", s.worst && s.worst->row ? std::to_string(s.worst->row->row) : std::string()},
+                           {"gpu", s.worst ? s.worst->gpu_key : std::string()}});
+    }
+    for (const auto& g : ordering.groups) {
+        record("pair_group", {{"model", zoo_name(g.model)},
+                              {"precision", mode_name(g.precision)},
+                              {"gpus", std::to_string(g.gpus)},
+                              {"pairs", std::to_string(g.pairs)},
+                              {"disagreeing", std::to_string(g.disagreeing)}});
+    }
+    for (const auto& p : ordering.pairs) {
+        record("pair", {{"model", zoo_name(p.model)},
+                        {"precision", mode_name(p.precision)},
+                        {"gpu", p.faster.gpu_key},
+                        {"gpu_b", p.slower.gpu_key},
+                        {"measured", number(p.faster.measured / p.slower.measured)},
+                        {"predicted", number(p.faster.predicted / p.slower.predicted)},
+                        {"disagreeing", p.agrees ? "0" : "1"}});
+    }
+    for (const auto& r : ratios) {
+        record("ratio", {{"model", zoo_name(r.model)},
+                         {"precision", mode_name(r.precision)},
+                         {"gpu", r.numerator},
+                         {"gpu_b", r.denominator},
+                         {"measured", number(r.measured)},
+                         {"predicted", number(r.predicted)},
+                         {"difference", number(r.difference())},
+                         {"error", number(r.error())}});
+    }
+    if (v.multi_gpu_rows) {
+        record("skipped", {{"rows", std::to_string(v.multi_gpu_rows)}, {"note", "rows of 2 or more GPUs: not predicted yet"}});
+    }
+    for (const auto& [model, rows] : v.not_built_in) {
+        record("skipped", {{"model", model}, {"rows", std::to_string(rows)}, {"note", "model not built in"}});
+    }
+    for (const auto& n : v.notes) record("note", {{"note", n}});
+}
+
+/// `roofsim validate --throughputs FILE`: published single-GPU training throughputs against the
+/// predictions on each GPU's default profile.
+void print_throughputs(const ValidateOptions& o, std::ostream& out) {
+    const ThroughputFile file = load_throughputs(o.throughputs);
+    const ThroughputValidation v = evaluate_throughputs(file, o.datasheet);
+    const auto summaries = summarize_throughput_errors(v.results);
+    const PairOrdering ordering = order_pairs(v.results);
+    const auto ratios = throughput_ratios(v.results);
+    if (o.csv) {
+        print_throughput_csv(v, summaries, ordering, ratios, out);
+        return;
+    }
+    out << "Published training throughputs " << file.origin << " (" << file.rows.size()
+        << " rows), each one-GPU row predicted on its GPU with roofsim's default profile "
+        << (o.datasheet ? "(--datasheet: every GPU on its bare datasheet)" : "(measured, else derived, else datasheet)")
+        << " and the GPU's built-in framework profile, else the first built-in one.\n"
+           "samples/s = batch / predicted step; error = predicted / measured - 1. resnet50 at 224 px with SGD (momentum, "
+           "weight decay, foreach); bert-large-squad at sequence 384 with AdamW fused (apex FusedAdam); amp = amp-fp16.\n";
+    if (v.multi_gpu_rows) out << "note: rows of 2 or more GPUs skipped: " << v.multi_gpu_rows << " (only one-GPU rows are predicted yet).\n";
+    for (const auto& [model, rows] : v.not_built_in) out << "note: " << model << " rows skipped: " << rows << ", model not built in.\n";
+    for (const auto& n : v.notes) out << "note: " << n << ".\n";
+    out << '\n';
+    if (v.results.empty()) {
+        out << "No row predicted.\n";
+        return;
+    }
+    TextTable t({"row", "GPU", "model", "precision", "round", "batch", "measured samples/s", "predicted samples/s", "error %",
+                 "profile", "fits"});
+    for (const auto& r : v.results) {
+        t.add_row({r.row ? std::to_string(r.row->row) : "-", r.gpu_key, zoo_name(r.model), std::string(to_string(r.mode)),
+                   r.row && !r.row->bench_round.empty() ? r.row->bench_round : "-", std::to_string(r.batch),
+                   format_number("%.1f", r.measured), format_number("%.1f", r.predicted), format_number("%+.1f", 100 * r.error),
+                   r.profile, r.fits ? "yes" : "NO"});
+    }
+    t.print(out);
+
+    out << "\nErrors by model (|error| over the rows; a repeated row counts each time):\n";
+    TextTable s({"model", "rows", "median |error| %", "max |error| %", "worst row"});
+    for (const auto& e : summaries) {
+        std::string worst = "-";
+        if (e.worst) {
+            worst = (e.worst->row ? "row " + std::to_string(e.worst->row->row) + ", " : std::string()) + e.worst->gpu_key + " " +
+                    std::string(to_string(e.worst->mode)) + " (" + format_number("%+.1f", 100 * e.worst->error) + " %)";
+        }
+        s.add_row({e.model == "all" ? e.model : zoo_name(e.model), std::to_string(e.rows), format_number("%.1f", 100 * e.median_abs_error),
+                   format_number("%.1f", 100 * e.max_abs_error), worst});
+    }
+    s.print(out);
+
+    std::size_t pairs = 0;
+    for (const auto& g : ordering.groups) pairs += g.pairs;
+    out << "\nPair ordering: GPUs of one model and precision whose published throughputs differ by more than "
+        << format_number("%.0f", 100 * pair_order_min_gap) << " % (a GPU of several rows: their median): " << ordering.disagreeing()
+        << " of " << pairs << " pairs predicted in the other order.\n";
+    TextTable g({"model", "precision", "GPUs", "pairs", "predicted in the other order"});
+    for (const auto& e : ordering.groups) {
+        g.add_row({zoo_name(e.model), mode_name(e.precision), std::to_string(e.gpus), std::to_string(e.pairs), std::to_string(e.disagreeing)});
+    }
+    g.print(out);
+    if (ordering.disagreeing() > 0) {
+        out << "\nPairs predicted in the other order (faster / slower as published):\n";
+        TextTable d({"model", "precision", "faster", "slower", "measured ratio", "predicted ratio"});
+        for (const auto& p : ordering.pairs) {
+            if (p.agrees) continue;
+            d.add_row({zoo_name(p.model), mode_name(p.precision), p.faster.gpu_key, p.slower.gpu_key,
+                       format_number("%.3f", p.faster.measured / p.slower.measured),
+                       format_number("%.3f", p.faster.predicted / p.slower.predicted)});
+        }
+        d.print(out);
+    }
+
+    out << "\nRatios beside the published ones (samples/s of one GPU over another's, each at its own published batch):\n";
+    if (ratios.empty()) {
+        out << "(no model and precision has both GPUs of a ratio)\n";
+        return;
+    }
+    TextTable r({"model", "precision", "ratio", "measured", "predicted", "difference", "error %"});
+    for (const auto& x : ratios) {
+        r.add_row({zoo_name(x.model), mode_name(x.precision), x.numerator + " / " + x.denominator, format_number("%.3f", x.measured),
+                   format_number("%.3f", x.predicted), format_number("%+.3f", x.difference()), format_number("%+.1f", 100 * x.error())});
+    }
+    r.print(out);
+}
+
 void run_validate(const ValidateOptions& o, const Context& context) {
     std::ostringstream text;
+    if (!o.throughputs.empty()) {
+        print_throughputs(o, o.csv ? std::cout : text);
+        std::cout << wrap_lines(text.str());
+        return;
+    }
     if (!o.max_batch.empty()) {
         print_max_batch(o, o.csv ? std::cout : text);
         std::cout << wrap_lines(text.str());
@@ -499,7 +684,8 @@ Command add_validate_command(CLI::App& app) {
                                  "A list of validation runs (data/validation/runs.json): each predicted with its own framework "
                                  "profile and calibration, each case's error the median over the runs");
     measurements->excludes(runs);
-    cmd->add_option("--framework", o->framework, "Framework profile (default: the built-in one of the measured GPU)")->excludes(runs);
+    auto* framework = cmd->add_option("--framework", o->framework, "Framework profile (default: the built-in one of the measured GPU)");
+    framework->excludes(runs);
     cmd->add_flag("--cases", o->cases, "Print every case, not only the summary per op and mode");
     cmd->add_flag("--phases", o->phases,
                   "With --runs: each model case's forward, forward + backward and optimizer step, each timed on its own, "
@@ -530,14 +716,25 @@ Command add_validate_command(CLI::App& app) {
                                 "giving their one-GPU steps (scaling efficiency)")
                     ->check(CLI::ExistingFile);
     ddp->excludes(measurements)->excludes(runs)->excludes(kernels);
-    cmd->add_option("--max-batch", o->max_batch,
-                    "Largest batches measured with tools/validate/measure_max_batch.py (data/validation/max-batch/*.json) "
-                    "against --batch max, and the predicted peak memory at every batch that trained")
+    auto* max_batch_file = cmd->add_option("--max-batch", o->max_batch,
+                                      "Largest batches measured with tools/validate/measure_max_batch.py "
+                                      "(data/validation/max-batch/*.json) against --batch max, and the predicted peak memory at "
+                                      "every batch that trained")
+                          ->check(CLI::ExistingFile);
+    max_batch_file->excludes(measurements)->excludes(runs)->excludes(kernels)->excludes(ddp);
+    cmd->add_option("--throughputs", o->throughputs,
+                    "Published single-GPU training throughputs (a CSV file: gpu, num_gpus, model, precision, batch_size, "
+                    "throughput...; the reference data's lambda-dev.csv), each one-GPU row against the prediction on that "
+                    "GPU's default profile: errors, the GPUs' order, published ratios. Checks only: nothing is fitted")
         ->check(CLI::ExistingFile)
         ->excludes(measurements)
         ->excludes(runs)
         ->excludes(kernels)
-        ->excludes(ddp);
+        ->excludes(ddp)
+        ->excludes(max_batch_file)
+        ->excludes(framework);
+    cmd->add_flag("--datasheet", o->datasheet,
+                  "With --throughputs: every GPU on its bare datasheet (no measured or derived profile), to compare with");
     cmd->add_option("--half", o->half, "With --kernels: the cases of the test half, the fit half, or all")
         ->check(CLI::IsMember({"test", "fit", "all"}))
         ->capture_default_str()
@@ -546,7 +743,11 @@ Command add_validate_command(CLI::App& app) {
                               "With --kernels: print CSV, one row per case (kind roofsim-kernel-validation), with the GEMM the "
                               "kernel model placed (a convolution's implicit GEMM) and its tile, split of K, waves and "
                               "efficiency. With --ddp: one row per step (kind roofsim-ddp-validation-result). With --max-batch: one row "
-                              "per case (kind roofsim-max-batch-validation-result)");
+                              "per case (kind roofsim-max-batch-validation-result). With --throughputs: kind "
+                              "roofsim-throughput-validation-result, a `record` column saying what each line is: row (a "
+                              "published row: measured and predicted samples/s, error), summary (per model and all), "
+                              "pair_group and pair (measured and predicted ratio of the faster GPU over the slower), ratio, "
+                              "skipped, note");
     csv->excludes(measurements)->excludes(runs);
     return {cmd, [o](const Context& ctx) { run_validate(*o, ctx); }};
 }

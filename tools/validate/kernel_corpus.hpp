@@ -126,19 +126,23 @@ private:
     std::vector<std::pair<std::size_t, std::vector<std::string>>> rows_;
 };
 
-/// The compute unit and dtype of a corpus unit name (fp32: TF32 off; tf32-tensor; bf16-tensor).
+/// The compute unit and dtype of a corpus unit name (fp32: TF32 off; tf32-tensor; bf16-tensor; fp16-tensor).
 inline std::pair<ComputeUnit, DType> corpus_unit(const CsvRows& rows, std::size_t i) {
     const std::string& u = rows.field(i, "unit");
     if (u == "fp32") return {ComputeUnit::fp32, DType::f32};
     if (u == "tf32-tensor") return {ComputeUnit::tf32_tensor, DType::f32};
     if (u == "bf16-tensor") return {ComputeUnit::bf16_tensor, DType::bf16};
-    rows.fail(i, "unit", "expected fp32, tf32-tensor or bf16-tensor, got '" + u + "'");
+    if (u == "fp16-tensor") return {ComputeUnit::fp16_tensor, DType::f16};
+    rows.fail(i, "unit", "expected fp32, tf32-tensor, bf16-tensor or fp16-tensor, got '" + u + "'");
 }
 
 /// The precision mode whose rules run a corpus unit's attention: fp32 as fp32-strict (TF32 off),
-/// tf32-tensor as tf32, bf16-tensor as bf16.
+/// tf32-tensor as tf32, bf16-tensor as bf16, fp16-tensor as amp-fp16 (its attention runs in float16).
 inline PrecisionMode corpus_mode(ComputeUnit unit) {
-    return unit == ComputeUnit::fp32 ? PrecisionMode::fp32_strict : unit == ComputeUnit::tf32_tensor ? PrecisionMode::tf32 : PrecisionMode::bf16;
+    return unit == ComputeUnit::fp32          ? PrecisionMode::fp32_strict
+           : unit == ComputeUnit::tf32_tensor ? PrecisionMode::tf32
+           : unit == ComputeUnit::fp16_tensor ? PrecisionMode::amp_fp16
+                                              : PrecisionMode::bf16;
 }
 
 /// The row's timing (seconds, p10, p90) into `c`; false for a row with an error and no time.

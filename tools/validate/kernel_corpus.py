@@ -332,7 +332,9 @@ UNITS = {  # unit -> (matmul.allow_tf32, cudnn.allow_tf32, dtype name)
     "fp32": (False, False, "float32"),
     "tf32-tensor": (True, True, "float32"),
     "bf16-tensor": (False, False, "bfloat16"),
+    "fp16-tensor": (False, False, "float16"),
 }
+DEFAULT_UNITS = "fp32,tf32-tensor,bf16-tensor"  # GEMM and convolution units timed unless --units names others
 
 
 def _set_unit(torch, unit):
@@ -475,12 +477,12 @@ FIELDS = {
 TIMING = ["seconds", "p10", "p90", "reps", "error"]
 
 
-def runs_of(family, case):
+def runs_of(family, case, units=DEFAULT_UNITS.split(",")):
     if family == "gemm":
-        for unit in UNITS:
+        for unit in units:
             yield {"unit": unit}, lambda torch, unit=unit: _time_graph(torch, gemm_call(torch, case, unit))
     elif family == "conv":
-        for unit in UNITS:
+        for unit in units:
             for p in ("forward", "backward-data", "backward-filter"):
                 yield ({"unit": unit, "pass": p},
                        lambda torch, unit=unit, p=p: _time_graph(torch, conv_call(torch, case, unit, p)))
@@ -546,7 +548,7 @@ def cmd_measure(args) -> int:
                 if args.deadline_s and time.monotonic() - start > args.deadline_s:
                     stopped = True
                     break
-                for extra, run in runs_of(family, case):
+                for extra, run in runs_of(family, case, args.units.split(",")):
                     row = dict(case, **extra)
                     try:
                         med, p10, p90, reps = run(torch)
@@ -621,7 +623,7 @@ def cmd_kernels(args) -> int:
     for family in args.families.split(","):
         runs = []
         for case in cases[family][:args.limit] if args.limit else cases[family]:
-            for unit in UNITS:
+            for unit in DEFAULT_UNITS.split(","):
                 for p in (None,) if family == "gemm" else ("forward", "backward-data", "backward-filter"):
                     runs.append((case, unit, p))
         random.Random(SEED).shuffle(runs)  # a run cut short has an even share of every kind of case
@@ -676,6 +678,8 @@ def main() -> int:
     m.add_argument("--deadline-s", type=float, default=0, help="stop starting cases after this many seconds")
     m.add_argument("--limit", type=int, default=0, help="only the first N cases of each family (a smoke run)")
     m.add_argument("--resume", action="store_true", help="append to DIR's CSVs, skipping the cases they hold")
+    m.add_argument("--units", default=DEFAULT_UNITS,
+                   help=f"GEMM and convolution units to time, of {', '.join(UNITS)} (default {DEFAULT_UNITS})")
     k = sub.add_parser("kernels", help="record the kernels PyTorch runs for each GEMM and convolution case")
     k.add_argument("cases")
     k.add_argument("--out", required=True, help="directory for <family>_kernels.csv and kernel_names.txt")

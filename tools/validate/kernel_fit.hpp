@@ -212,23 +212,24 @@ inline ConvKernelParams fit_conv(const std::vector<ScaledGemmPoint>& base) {
         attention_count += points.size();
     }
     // A unit the corpus did not time whose ceiling agrees with a timed one's within 5 % runs the same
-    // kernels (fp16 and bf16 tensor cores on Ampere and Hopper): it takes that unit's parameters.
+    // kernels (fp16 and bf16 tensor cores on Ampere and Hopper): what the corpus did not time of it
+    // (GEMMs, a convolution class, an attention backend) takes that unit's parameters.
     const auto same_rate = [&](ComputeUnit a, ComputeUnit b) {
         return ctx.ceilings.has(a) && ctx.ceilings.has(b) && std::abs(ctx.ceilings.rate(a) / ctx.ceilings.rate(b) - 1) < 0.05;
     };
     std::string borrowed;
-    if (out.gemm.count(ComputeUnit::fp16_tensor) == 0 && out.gemm.count(ComputeUnit::bf16_tensor) != 0 &&
-        same_rate(ComputeUnit::fp16_tensor, ComputeUnit::bf16_tensor)) {
-        out.gemm[ComputeUnit::fp16_tensor] = out.gemm.at(ComputeUnit::bf16_tensor);
+    if (same_rate(ComputeUnit::fp16_tensor, ComputeUnit::bf16_tensor)) {
+        std::size_t taken = 0;
+        if (out.gemm.count(ComputeUnit::bf16_tensor) != 0) taken += out.gemm.emplace(ComputeUnit::fp16_tensor, out.gemm.at(ComputeUnit::bf16_tensor)).second;
         for (const auto& [key, params] : std::map(out.conv)) {
-            if (std::get<0>(key) == ComputeUnit::bf16_tensor) out.conv[{ComputeUnit::fp16_tensor, std::get<1>(key), std::get<2>(key)}] = params;
+            if (std::get<0>(key) == ComputeUnit::bf16_tensor) taken += out.conv.emplace(std::tuple{ComputeUnit::fp16_tensor, std::get<1>(key), std::get<2>(key)}, params).second;
         }
         for (const auto& [key, params] : std::map(out.attention)) {
             if (std::get<0>(key) == ComputeUnit::bf16_tensor) {
-                out.attention[{ComputeUnit::fp16_tensor, std::get<1>(key), std::get<2>(key)}] = params;
+                taken += out.attention.emplace(std::tuple{ComputeUnit::fp16_tensor, std::get<1>(key), std::get<2>(key)}, params).second;
             }
         }
-        borrowed = "; fp16-tensor takes bf16-tensor's (their ceilings agree within 5 %)";
+        if (taken > 0) borrowed = "; fp16-tensor takes bf16-tensor's where the corpus did not time it (their ceilings agree within 5 %)";
     }
     out.provenance = "fitted by `roofsim fit-kernels` to the fit half of " + corpus_name + " (" + corpus.provenance + "; GEMM calls: " +
                      counts + "; convolution calls: " + std::to_string(conv_count) +

@@ -285,10 +285,29 @@ template <class ForEachPoint>
     return modelled.value() > 0 ? k.bytes().value() * seconds_per_byte / modelled.value() : 1.0;
 }
 
+/// A float16 batch norm: PyTorch runs cuDNN's kernels for it as for float32 (lower/norm.hpp).
+[[nodiscard]] inline bool is_half_cudnn_batch_norm(const Kernel& k) {
+    return k.dtype == DType::f16 && std::string_view(k.op).rfind("aten::cudnn_batch_norm", 0) == 0;
+}
+
+/// What a kernel's per-op efficiency is multiplied by for its dtype: 2 for cuDNN's float16 batch norm,
+/// which takes float32's time, twice its bytes' at float32's efficiency, since its time follows the
+/// elements, not the bytes (H200, torch.profiler, ResNet-50 b256 NCHW under float16 autocast,
+/// 2026-12-04: its kernels 37.4 ms a step, where float32's model 42.8 ms and float16's bytes 21.3 ms);
+/// else 1.
+[[nodiscard]] inline double factor_dtype_scale(const Kernel& k) { return is_half_cudnn_batch_norm(k) ? 2.0 : 1.0; }
+
+/// Whether a kernel's per-op efficiency is the 16-bit one of its op: a bfloat16 or float16 kernel's,
+/// but a float16 batch norm takes float32's (the same cuDNN kernels); bfloat16 runs PyTorch's own.
+[[nodiscard]] inline bool factor_16_bit(const Kernel& k) {
+    if (is_half_cudnn_batch_norm(k)) return false;
+    return k.dtype == DType::bf16 || k.dtype == DType::f16;
+}
+
 /// The key of a kernel's per-op efficiency in CostContext::op_factor: its op, phase and precision
-/// class (16-bit or not).
+/// class (factor_16_bit).
 [[nodiscard]] inline std::tuple<std::string_view, Phase, bool> op_factor_key(const Kernel& k) {
-    return {factor_op(k), factor_phase(k), k.dtype == DType::bf16 || k.dtype == DType::f16};
+    return {factor_op(k), factor_phase(k), factor_16_bit(k)};
 }
 
 /// The per-op efficiency that multiplies a kernel's time: the factor of its op, phase and precision
@@ -296,7 +315,7 @@ template <class ForEachPoint>
 [[nodiscard]] inline double op_factor(const Kernel& k, const CostContext& ctx) {
     if (!takes_op_factor(k, ctx)) return 1.0;
     const std::vector<OpFactorPoint>* points = find_op_factor_points(ctx.op_factor, op_factor_key(k));
-    return points ? op_factor_at(*points, k, ctx) : 1.0;
+    return points ? op_factor_at(*points, k, ctx) * factor_dtype_scale(k) : 1.0;
 }
 
 }  // namespace roofsim

@@ -68,7 +68,7 @@ public:
         if (std::holds_alternative<AttentionDims>(k.dims)) return op_factor_at(**points, k, ctx_);
         // Any other kernel's factor depends on its points, bytes and reduction shape alone (a column
         // sum's on its FLOPs and unit too): remembered per such key (a network repeats few).
-        return factors_.get(factor_key(**points, k), [&] { return op_factor_at(**points, k, ctx_); });
+        return factors_.get(factor_key(**points, k), [&] { return op_factor_at(**points, k, ctx_); }) * factor_dtype_scale(k);
     }
 
 private:

@@ -12,8 +12,11 @@
 
 namespace roofsim::detail {
 
-// batchnorm2d in training mode (cuDNN): forward reads x twice (statistics, then normalize) and
-// writes y; backward reads x and dY twice (reductions, then dX) and writes dX.
+// batchnorm2d in training mode: forward reads x twice (statistics, then normalize) and writes y;
+// backward reads x and dY twice (reductions, then dX) and writes dX. PyTorch runs cuDNN's kernels for
+// float32 and float16 inputs and its own for bfloat16 (H200, torch.profiler of a ResNet-50 step under
+// each autocast dtype, 2026-12-04: bn_fw_tr_1C11 / bn_bw_1C11 against batch_norm_collect_statistics,
+// batch_norm_transform_input and batch_norm_backward_kernel).
 inline Value Lowerer::batchnorm(const Layer& l, LayerSummary& s) {
     const Value& x = input(l, 0);
     const std::int64_t features = int_attr(l, "num_features");
@@ -22,9 +25,13 @@ inline Value Lowerer::batchnorm(const Layer& l, LayerSummary& s) {
     add_parameter(s, static_cast<double>(features));  // bias
     const double n = numel(x.shape);
     const NormDims per_channel{features, static_cast<std::int64_t>(n) / features};
-    kernel(l, Phase::forward, "aten::cudnn_batch_norm", KernelKind::normalization, x.dtype, 2 * n, n, 0).dims = per_channel;
+    const bool native = x.dtype == DType::bf16;
+    kernel(l, Phase::forward, native ? "aten::native_batch_norm" : "aten::cudnn_batch_norm", KernelKind::normalization, x.dtype, 2 * n, n, 0)
+        .dims = per_channel;
     save_input(s, l, 0, x.dtype);
-    kernel(l, Phase::backward, "aten::cudnn_batch_norm_backward", KernelKind::normalization, x.dtype, 4 * n, n, 0).dims = per_channel;
+    kernel(l, Phase::backward, native ? "aten::native_batch_norm_backward" : "aten::cudnn_batch_norm_backward", KernelKind::normalization,
+           x.dtype, 4 * n, n, 0)
+        .dims = per_channel;
     return Value{x.shape, x.dtype, true};
 }
 

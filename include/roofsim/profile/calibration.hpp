@@ -232,6 +232,14 @@ struct MissingFigure {
     std::string detail;    ///< the error text or the capability that is lacking
 };
 
+/// Where a derived profile came from (profile/derive.hpp): the measured profile it was derived from and
+/// the rules it used, one line each.
+struct Derivation {
+    std::string reference_key;       ///< the measured GPU's datasheet key
+    std::string reference;           ///< that profile's provenance line
+    std::vector<std::string> rules;  ///< "D1 DRAM: ...", one per rule
+};
+
 /// A measured calibration profile of one GPU. Every member is optional in the sense that a probe may
 /// not have run; what did not run is listed in `missing`.
 struct Calibration {
@@ -268,6 +276,9 @@ struct Calibration {
     std::vector<CollectiveRecord> collectives;
 
     std::vector<MissingFigure> missing;
+
+    /// Set for a profile derived by rules rather than measured (profile/derive.hpp).
+    std::optional<Derivation> derivation;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -456,7 +467,16 @@ inline void validate(const Calibration& c) {
 }
 
 /// One line of provenance: "measured on NVIDIA H200, 2026-11-29, roofsim-calibrate 0.1.0".
+/// A derived profile's: "derived from <the reference's line> by rules D1-D7".
 [[nodiscard]] inline std::string provenance(const Calibration& c) {
+    if (c.derivation) {
+        std::string tags;
+        for (const auto& r : c.derivation->rules) {
+            if (!tags.empty()) tags += ',';
+            tags.append(r, 0, r.find(' '));
+        }
+        return "derived from " + c.derivation->reference_key + " (" + c.derivation->reference + ") by rules " + tags;
+    }
     const std::string date = c.device.date_utc.substr(0, std::min<std::size_t>(10, c.device.date_utc.size()));
     std::string s = "measured on " + c.device.name;
     if (!date.empty()) s += ", " + date;

@@ -267,6 +267,10 @@ inline nlohmann::json ceiling_json(const ComputeCeiling& c) {
                 {"collectives", coll},
                 {"missing", miss}};
     if (c.l2_to_dram_step_bytes) out["l2_to_dram_step_bytes"] = *c.l2_to_dram_step_bytes;
+    if (c.derivation) {
+        out["derivation"] = {{"reference_key", c.derivation->reference_key}, {"reference", c.derivation->reference},
+                             {"rules", c.derivation->rules}};
+    }
     detail::factor_methods(out);
     return out;
 }
@@ -556,6 +560,19 @@ inline void read_missing(const JsonCursor& root, Calibration& c) {
     }
 }
 
+/// A derived profile's origin (profile/derive.hpp), where the file has one.
+inline void read_derivation(const JsonCursor& root, Calibration& c) {
+    if (!root.has("derivation")) return;
+    const auto d = root.at("derivation");
+    Derivation out;
+    out.reference_key = d.at("reference_key").string();
+    out.reference = d.at("reference").string();
+    const auto rules = d.at("rules");
+    for (std::size_t i = 0; i < rules.array_size(); ++i) out.rules.push_back(rules.at(i).string());
+    if (out.rules.empty()) rules.fail("a derived profile names at least one rule");
+    c.derivation = std::move(out);
+}
+
 }  // namespace detail
 
 /// Parses and validates a profile; `origin` (usually the file name) prefixes every error message.
@@ -574,6 +591,7 @@ inline void read_missing(const JsonCursor& root, Calibration& c) {
     detail::read_memcpy(root, c);
     detail::read_collectives(root, c);
     detail::read_missing(root, c);
+    detail::read_derivation(root, c);
     try {
         validate(c);
     } catch (const std::exception& e) {

@@ -45,6 +45,7 @@ inline constexpr int prediction_json_schema_version = 1;
     return {{"kind", prediction_json_kind},
             {"schema_version", prediction_json_schema_version},
             {"gpu", p.gpu_key},
+            {"profile", p.profile_kind},
             {"ceilings", p.ceilings_origin},
             {"host_costs", p.host_costs_source},
             {"precision", to_string(p.precision)},
