@@ -163,3 +163,23 @@ TEST_CASE("a derived GPU predicts a step slower than its bare datasheet, and say
     CHECK(bare.profile_kind == "datasheet");
     CHECK(derived.step_time.value() > bare.step_time.value());
 }
+
+TEST_CASE("a GPU without TF32 tensor cores runs the float32 mode's TF32 convolutions in float32") {
+    const FrameworkProfile* framework = find_builtin_framework_profile("h200-sxm");
+    const GpuSpec& v100 = spec("v100-sxm2-32gb");
+    REQUIRE_FALSE(v100.peak(ComputeUnit::tf32_tensor));
+    const CostContext ctx = make_default_cost_context(v100, framework);
+    CHECK(ctx.tf32_as_fp32);
+    CHECK_FALSE(make_default_cost_context(spec("a100-80gb-sxm"), framework).tf32_as_fp32);
+    PredictOptions o;
+    o.lowering.batch = 32;
+    o.framework = framework;
+    const Graph g = *zoo::model("resnet50", 224);
+    o.lowering.precision = PrecisionMode::fp32;  // PyTorch's default: cuDNN may use TF32
+    const Prediction defaults = predict(g, ctx, o);
+    o.lowering.precision = PrecisionMode::fp32_strict;
+    const Prediction strict = predict(g, ctx, o);
+    CHECK(defaults.gpu_time.value() == Approx(strict.gpu_time.value()));
+    o.lowering.precision = PrecisionMode::tf32;
+    CHECK(predict(g, ctx, o).gpu_time.value() == Approx(strict.gpu_time.value()));
+}

@@ -129,6 +129,9 @@ struct CostContext {
                                   std::int64_t, std::int64_t>,
                        std::map<std::int64_t, MeasuredPoint>, detail::TupleHash>
         conv_measured_by_batch;
+    /// A GPU without TF32 tensor cores (Volta and older): PyTorch's TF32 switches do nothing there, so
+    /// the GEMMs and convolutions its precision rules put on TF32 run in float32 (kernel_cost).
+    bool tf32_as_fp32 = false;
     CollectiveModel collectives;             ///< NCCL all-reduce: measured, or the link's datasheet bandwidth
     Bytes memory_capacity{0};                ///< the GPU's memory: as CUDA reports it where measured, else the datasheet's
     std::string memory_capacity_source;
@@ -358,6 +361,7 @@ inline void add_builtin_collectives(CostContext& ctx, std::string_view gpu_key) 
         ctx.memory_fixed_time = kernels->memory_fixed_time;
         if (!ctx.attention.empty()) ctx.attention_source = "kernel model of " + kernels->chip + ": " + kernels->provenance;
     }
+    ctx.tf32_as_fp32 = !ctx.ceilings.has(ComputeUnit::tf32_tensor) && ctx.ceilings.has(ComputeUnit::fp32);
     ctx.memory_capacity = spec.memory_size.value;
     ctx.memory_capacity_source = "datasheet (" + spec.memory_size.source + ")";
     if (calibration && calibration->device.memory_bytes > 0) {

@@ -52,6 +52,11 @@ namespace detail {
 /// costs remembered where `memo` and `shapes` are given.
 [[nodiscard]] inline KernelCost kernel_cost(const Kernel& k, const CostContext& ctx, double factor, BandwidthMemo* memo,
                                             ShapeMemo* shapes = nullptr) {
+    if (ctx.tf32_as_fp32 && k.unit == ComputeUnit::tf32_tensor) {  // no TF32 tensor cores: float32
+        Kernel fp32 = k;
+        fp32.unit = ComputeUnit::fp32;
+        return kernel_cost(fp32, ctx, factor, memo, shapes);
+    }
     KernelCost c;
     switch (k.kind) {
         case KernelKind::host_only: return {Seconds(0), Bound::latency};
