@@ -1250,6 +1250,11 @@ def op_timing_cases():
     for shape in (middle, long):
         cases.append(("sdpa", {"is_causal": True, "backend": "cudnn", "dropout_p": 0.1}, [(shape, f32, True)] * 3))
         cases.append(("sdpa", {"is_causal": True, "backend": "flash", "dropout_p": 0.1}, [(shape, f32, True)] * 3))
+    # The memory-efficient kernels with dropout: PyTorch runs them for float32 attention (no flash or
+    # cuDNN kernel takes float32), so float32 transformers train through them.
+    for shape in (middle, long):
+        cases.append(("sdpa", {"is_causal": True, "backend": "efficient", "dropout_p": 0.1}, [(shape, f32, True)] * 3))
+    cases.append(("sdpa", {"is_causal": False, "backend": "efficient", "dropout_p": 0.1}, [(medium, f32, True)] * 3))
     # An add of a bfloat16 and a float32 tensor (a block's output added to a float32 residual under
     # autocast, GPT-2's tanh GELU): PyTorch runs its loop that casts each operand on load, not the
     # vectorized one; no gradient (its backward is a cast, timed above).
@@ -1352,11 +1357,17 @@ def kernel_seconds(region) -> float:
     return total_us / 1e6
 
 
-def op_timing_probes(p: Probe, calls: int) -> list:
+def op_timing_key(op, params, precision, shapes) -> str:
+    """What tells two op timings apart: the op, its parameters, the precision mode and the shapes."""
+    return json.dumps([op, params, precision, [list(s) for s in shapes]], sort_keys=True)
+
+
+def op_timing_probes(p: Probe, calls: int, skip_keys=frozenset()) -> list:
+    """Times op_timing_cases(), less those whose op_timing_key is in skip_keys."""
     dev = p.device
     results = []
     timed = event_timer(p)
-    cases = op_timing_cases()
+    cases = [c for c in op_timing_cases() if op_timing_key(c[0], c[1], c[3], [s for s, _, _ in c[2]]) not in skip_keys]
     if not p.cuda:
         cases = cases[:2]  # on a CPU only the code path is tested
     for op, params, specs, precision in cases:
@@ -1792,6 +1803,45 @@ def describe_device(device: torch.device, key_override: str | None) -> dict:
             "memory_bytes": None, "compute_capability": None, **host}
 
 
+def add_op_timings(args, argv, device, info, now, smoke, repeats, warmup) -> int:
+    """--add-op-timings FILE: the op timings FILE lacks, timed and appended, with a record of the addition."""
+    try:
+        with open(args.add_op_timings) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as exc:
+        print(f"error: --add-op-timings {args.add_op_timings}: {exc}", file=sys.stderr)
+        return 2
+    if doc.get("kind") != "roofsim-framework-profile":
+        print(f"error: --add-op-timings {args.add_op_timings}: not a roofsim-framework-profile", file=sys.stderr)
+        return 2
+    mismatch = [f"{what} {theirs!r}, here {ours!r}" for what, theirs, ours in (
+        ("GPU", doc.get("device", {}).get("name"), info["name"]),
+        ("torch", doc.get("software", {}).get("torch"), torch.__version__)) if theirs != ours]
+    if mismatch:
+        print(f"error: --add-op-timings {args.add_op_timings} was measured with another " + "; ".join(mismatch),
+              file=sys.stderr)
+        return 2
+    have = {op_timing_key(e["op"], e["params"], e["precision"], [i["shape"] for i in e["inputs"]])
+            for e in doc.get("op_timings", [])}
+    calls = doc.get("settings", {}).get("op_timing_calls", 2 if smoke else 10)
+    torch.manual_seed(0)
+    p = Probe(device, repeats, warmup)
+    added = op_timing_probes(p, calls, frozenset(have))
+    doc.setdefault("op_timings", []).extend(added)
+    doc.setdefault("op_timings_added", []).append({
+        "date_utc": now.isoformat(timespec="seconds"), "count": len(added),
+        "command": " ".join(shlex.quote(a) for a in [sys.executable] + (argv or sys.argv)),
+        "note": "timed by this probe as the other op timings, on the same GPU model and torch; the rest of the "
+                "profile is unchanged"})
+    skipped = [s for s in p.skipped if s["key"].startswith("op_timing_")]
+    if skipped:
+        doc.setdefault("skipped", []).extend(skipped)
+    out = args.out or args.add_op_timings
+    write_json_atomic(out, doc)
+    print(f"added {len(added)} op timings ({len(skipped)} skipped) -> {out}", flush=True)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         description="Measure PyTorch framework host costs (eager op issue, autograd backward, "
@@ -1812,6 +1862,9 @@ def main(argv=None) -> int:
     ap.add_argument("--passes", type=int, default=None,
                     help="passes over the host-cost figures, each figure the median of its passes "
                          "(default 3; 1 with --smoke): a host's speed changes for seconds at a time")
+    ap.add_argument("--add-op-timings", metavar="FILE",
+                    help="time only the op timings that FILE (a framework profile of this GPU and torch) "
+                         "lacks, and add them to it (to --out instead, if given); its other figures stay")
     ap.add_argument("--layer-ops", metavar="FILE",
                     help="only record the aten ops each chain figure's layer dispatches (forward_ops, "
                          "backward_ops: no timing, seconds) and write them to FILE")
@@ -1842,6 +1895,8 @@ def main(argv=None) -> int:
             json.dump(lists, f, indent=1, sort_keys=True)
         print(f"wrote the op lists of {len(lists['figures'])} figures to {args.layer_ops}")
         return 0
+    if args.add_op_timings:
+        return add_op_timings(args, argv, device, info, now, smoke, repeats, warmup)
     out = args.out or os.path.join(REPO_ROOT, "data", "calibrations",
                                    f"{info['key']}-torch-framework-{now:%Y-%m-%d}.json")
     print(f"torch framework probe: {info['name']}, torch {torch.__version__} -> {out}", flush=True)

@@ -470,6 +470,22 @@ TEST_CASE("attention dropout reaches the fused kernels and is checked", "[lower]
                       Catch::Contains("dropout_p"));
 }
 
+TEST_CASE("flash attention of float32 inputs runs on the memory-efficient kernels, as PyTorch picks", "[lower]") {
+    const GraphInput q{"", {2, 4, 128, 64}, DType::f32, true};
+    LoweringOptions o;
+    o.optimizer.kind = OptimizerKind::none;
+    const auto backends = [&](PrecisionMode mode) {
+        o.precision = mode;
+        std::vector<AttentionBackend> out;
+        for (const auto& k : lower(one_layer_graph("sdpa", {{"backend", AttrValue(std::string("flash"))}}, {q, q, q}), o).kernels.kernels) {
+            if (const auto* a = std::get_if<AttentionDims>(&k.dims)) out.push_back(a->backend);
+        }
+        return out;
+    };
+    CHECK(backends(PrecisionMode::fp32) == std::vector<AttentionBackend>{AttentionBackend::efficient, AttentionBackend::efficient});
+    CHECK(backends(PrecisionMode::amp_bf16) == std::vector<AttentionBackend>{AttentionBackend::flash, AttentionBackend::flash});
+}
+
 TEST_CASE("dropout with p = 0 returns its input: no kernel, the identity call's host figures", "[lower]") {
     const GraphInput x{"", {8, 128, 768}, DType::f32, true};
     LoweringOptions o;

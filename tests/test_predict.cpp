@@ -503,6 +503,42 @@ TEST_CASE("an attention kernel takes its backend's op efficiency, interpolated o
     CHECK(op_factor_at(no_cudnn, k) == Catch::Approx(0.9));  // no cuDNN timing: flash's (the same tiling)
 }
 
+TEST_CASE("attention dropout costs what the profile's timings with and without it differ by", "[predict][cost]") {
+    // The H200's profile times float32 memory-efficient attention at [16, 12, 512, 64] (causal) with
+    // and without dropout; the kernel model prices both alike, and dropout's measured ratio scales it.
+    const FrameworkProfile* f = find_builtin_framework_profile("h200-sxm");
+    REQUIRE(f != nullptr);
+    const auto timed = [&](double dropout) -> const OpTiming* {
+        for (const auto& t : f->op_timings) {
+            const Layer& l = t.graph.layers.front();
+            const auto p = l.attrs.find("dropout_p");
+            const double d = p == l.attrs.end() ? 0.0 : std::get<double>(p->second);
+            const auto backend = l.attrs.find("backend");
+            if (l.op == "sdpa" && t.precision == PrecisionMode::fp32 && d == dropout && backend != l.attrs.end() &&
+                std::get<std::string>(backend->second) == "efficient" && t.graph.inputs.front().shape == std::vector<Dim>{16, 12, 512, 64}) {
+                return &t;
+            }
+        }
+        return nullptr;
+    };
+    const OpTiming* with = timed(0.1);
+    const OpTiming* without = timed(0.0);
+    REQUIRE(with != nullptr);
+    REQUIRE(without != nullptr);
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"), f);
+    Kernel k;
+    k.kind = KernelKind::attention;
+    k.unit = ComputeUnit::fp32;
+    k.dtype = DType::f32;
+    k.dims = AttentionDims{16, 12, 512, 512, 64, true, AttentionBackend::efficient, 0.0};
+    REQUIRE(priced_by_kernel_model(k, ctx));
+    const double plain = kernel_cost(k, ctx).time.value();
+    k.dims = AttentionDims{16, 12, 512, 512, 64, true, AttentionBackend::efficient, 0.1};
+    const double dropped = kernel_cost(k, ctx).time.value();
+    CHECK(dropped / plain == Catch::Approx(with->forward_seconds / without->forward_seconds).epsilon(1e-9));
+    CHECK(dropped > 1.1 * plain);  // Philox numbers for every score: not free
+}
+
 TEST_CASE("the part of backward()'s cost after its last kernel overlaps the GPU's tail", "[predict][sim]") {
     const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"));
     KernelList list;

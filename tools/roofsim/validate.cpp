@@ -396,11 +396,12 @@ void print_ddp(const ValidateOptions& o, std::ostream& out) {
     const auto results = evaluate_ddp(runs, ctx, framework);
     if (results.empty()) throw std::runtime_error("--ddp: no file of 2 or more GPUs among the ones given");
     if (o.csv) {
-        out << "kind,schema_version,case,gpus,measured_seconds,p10_seconds,p90_seconds,predicted_seconds,error,paced,within,"
-               "communication_seconds,exposed_communication_seconds,measured_efficiency,predicted_efficiency,buckets\n";
+        out << "kind,schema_version,case,gpus,runs,measured_seconds,p10_seconds,p90_seconds,run_median_min_seconds,"
+               "run_median_max_seconds,predicted_seconds,error,paced,within,communication_seconds,exposed_communication_seconds,"
+               "measured_efficiency,predicted_efficiency,buckets\n";
         for (const auto& e : results) {
-            out << "roofsim-ddp-validation-result,1," << e.c->step.id << ',' << e.c->world << ',' << e.measured << ',' << e.p10 << ','
-                << e.p90 << ',' << e.predicted << ',' << e.error << ',' << (e.host_paced ? "host" : "gpu") << ','
+            out << "roofsim-ddp-validation-result,2," << e.c->step.id << ',' << e.c->world << ',' << e.runs << ',' << e.measured << ','
+                << e.p10 << ',' << e.p90 << ',' << e.run_median_min << ',' << e.run_median_max << ',' << e.predicted << ',' << e.error << ',' << (e.host_paced ? "host" : "gpu") << ','
                 << (e.within ? 1 : 0) << ',' << e.communication << ',' << e.exposed << ','
                 << (e.measured_efficiency ? format_number("%.6g", *e.measured_efficiency) : std::string()) << ','
                 << e.predicted_efficiency << ',' << e.buckets.size() << '\n';
@@ -410,8 +411,9 @@ void print_ddp(const ValidateOptions& o, std::ostream& out) {
     for (const auto& r : runs) out << "DDP steps " << r.origin << "\n";
     out << "Predicted on " << key << " with its built-in profiles; all-reduce: " << all_reduce_source(results.front().c->world, ctx.collectives)
         << ".\nerror = predicted / measured - 1; bound: GPU-paced " << format_number("%.0f", 100 * ddp_gpu_paced_bound)
-        << " %, host-paced the samples' p10-p90 or " << format_number("%.0f", 100 * ddp_host_paced_bound)
-        << " %; efficiency: N-GPU throughput over N x one GPU's.\n\n";
+        << " %, host-paced the p10-p90 of its samples or " << format_number("%.0f", 100 * ddp_host_paced_bound)
+        << " %; efficiency: N-GPU throughput over N x one GPU's.\nA case measured in several runs: the median and "
+           "p10-p90 of all their samples.\n\n";
     TextTable t({"case", "GPUs", "measured ms", "p10-p90 ms", "predicted ms", "error %", "paced", "ok", "comm ms", "exposed ms",
                  "efficiency m/p"});
     t.overflow(0, Overflow::shorten_middle);
@@ -427,6 +429,14 @@ void print_ddp(const ValidateOptions& o, std::ostream& out) {
     }
     t.print(out);
     out << within << " of " << results.size() << " steps within their bound.\n";
+    bool heading = false;
+    for (const auto& e : results) {
+        if (e.runs < 2 || e.run_median_max < 1.05 * e.run_median_min) continue;
+        if (!heading) out << "Runs whose medians differ by 5 % or more:\n";
+        heading = true;
+        out << "  " << e.c->step.id << " on " << e.c->world << " GPUs: " << e.runs << " runs, medians "
+            << format_number("%.2f", 1e3 * e.run_median_min) << " to " << format_number("%.2f", 1e3 * e.run_median_max) << " ms\n";
+    }
 }
 
 /// `roofsim validate --max-batch FILE`: the largest batch that trained against --batch max.
@@ -713,7 +723,8 @@ Command add_validate_command(CLI::App& app) {
     auto* ddp = cmd->add_option("--ddp", o->ddp,
                                 "Data-parallel steps measured with tools/validate/measure_ddp.py (data/validation/ddp/*.json): "
                                 "the files of 2 or more GPUs against roofsim's --num-gpus prediction, a world-size-1 file "
-                                "giving their one-GPU steps (scaling efficiency)")
+                                "giving their one-GPU steps (scaling efficiency); a case in several files of one world size "
+                                "(repeated runs) is judged over all their samples")
                     ->check(CLI::ExistingFile);
     ddp->excludes(measurements)->excludes(runs)->excludes(kernels);
     auto* max_batch_file = cmd->add_option("--max-batch", o->max_batch,

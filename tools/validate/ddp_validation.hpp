@@ -85,14 +85,17 @@ inline std::vector<double> numbers_in_list(const std::string& text) {  // "81960
 }
 
 /// Bounds of a data-parallel step (the multi-GPU issues'): a GPU-paced step within 10 %; a host-paced
-/// one within the 10th-90th percentiles of its samples, or 15 %, whichever is wider.
+/// one within the 10th-90th percentiles of its samples (over every run of the case given), or 15 %,
+/// whichever is wider.
 inline constexpr double ddp_gpu_paced_bound = 0.10;
 inline constexpr double ddp_host_paced_bound = 0.15;
 
 /// One DDP case predicted: the step over its GPUs, and on one GPU for the scaling efficiency.
 struct DdpResult {
-    const DdpCase* c = nullptr;
-    double measured = 0, p10 = 0, p90 = 0;  ///< the step's median and 10th / 90th percentiles
+    const DdpCase* c = nullptr;             ///< the case as its first run measured it
+    int runs = 0;                           ///< runs of the case (files of its world size holding it)
+    double run_median_min = 0, run_median_max = 0;  ///< the lowest and highest of the runs' medians
+    double measured = 0, p10 = 0, p90 = 0;  ///< the median and 10th / 90th percentiles of every run's samples
     double predicted = 0, error = 0;        ///< over the case's GPUs; predicted / measured - 1
     double predicted_one_gpu = 0;           ///< the same step on one GPU (no DDP)
     double communication = 0, exposed = 0;  ///< predicted all-reduce time, and the part the compute stream waited for
@@ -108,23 +111,42 @@ struct DdpResult {
 };
 
 /// Predicts every case of the runs of 2 or more GPUs; a world-size-1 run gives their one-GPU steps.
+/// A case that several runs of one world size hold (the same measurement repeated, minutes or days
+/// apart) is one result over all their samples: a host-paced step's median moves from run to run by
+/// more than its spread within a run.
 [[nodiscard]] inline std::vector<DdpResult> evaluate_ddp(const std::vector<DdpRun>& runs, const CostContext& ctx,
                                                          const FrameworkProfile* framework) {
-    std::map<std::string, const DdpCase*> one_gpu;
+    std::map<std::string, std::vector<double>> one_gpu;  // the world-size-1 runs' no_sync medians, by case
+    std::vector<std::pair<std::pair<int, std::string>, std::vector<const DdpCase*>>> multi;  // in first-seen order
     for (const auto& r : runs) {
-        if (r.world == 1) {
-            for (const auto& c : r.cases) one_gpu[c.step.id] = &c;
+        for (const auto& c : r.cases) {
+            if (r.world == 1) {
+                one_gpu[c.step.id].push_back(c.no_sync_seconds);
+                continue;
+            }
+            const std::pair<int, std::string> key{r.world, c.step.id};
+            auto it = std::find_if(multi.begin(), multi.end(), [&key](const auto& m) { return m.first == key; });
+            if (it == multi.end()) it = multi.insert(multi.end(), {key, {}});
+            it->second.push_back(&c);
         }
     }
     std::vector<DdpResult> out;
-    for (const auto& r : runs) {
-        if (r.world < 2) continue;
-        for (const auto& c : r.cases) {
+    for (const auto& [key, of_case] : multi) {
+        const DdpCase& c = *of_case.front();
+        {
             DdpResult e;
             e.c = &c;
-            e.measured = c.step.measured_seconds;
-            e.p10 = detail::quantile(c.step_samples, 0.1);
-            e.p90 = detail::quantile(c.step_samples, 0.9);
+            e.runs = static_cast<int>(of_case.size());
+            std::vector<double> samples;
+            e.run_median_min = e.run_median_max = c.step.measured_seconds;
+            for (const DdpCase* run : of_case) {
+                samples.insert(samples.end(), run->step_samples.begin(), run->step_samples.end());
+                e.run_median_min = std::min(e.run_median_min, run->step.measured_seconds);
+                e.run_median_max = std::max(e.run_median_max, run->step.measured_seconds);
+            }
+            e.measured = e.runs == 1 ? c.step.measured_seconds : detail::quantile(samples, 0.5);
+            e.p10 = detail::quantile(samples, 0.1);
+            e.p90 = detail::quantile(samples, 0.9);
             PredictOptions o;
             o.lowering = c.step.options;
             o.framework = framework;
@@ -144,7 +166,9 @@ struct DdpResult {
             o.data_parallel.gpus = 1;
             e.predicted_one_gpu = predict(c.step.graph, ctx, o).step_time.value();
             e.predicted_efficiency = e.predicted_one_gpu / e.predicted;
-            if (const auto it = one_gpu.find(c.step.id); it != one_gpu.end()) e.measured_efficiency = it->second->no_sync_seconds / e.measured;
+            if (const auto it = one_gpu.find(c.step.id); it != one_gpu.end()) {
+                e.measured_efficiency = detail::quantile(it->second, 0.5) / e.measured;
+            }
             out.push_back(std::move(e));
         }
     }

@@ -99,17 +99,21 @@ namespace roofsim {
     return d.h == 1 && d.r == 1;
 }
 
+/// Whether a kernel is a fused attention kernel that the kernel model prices (CostContext::attention).
+[[nodiscard]] inline bool priced_by_kernel_model(const Kernel& k, const CostContext& ctx) {
+    const auto* a = std::get_if<AttentionDims>(&k.dims);
+    return a && k.kind == KernelKind::attention && ctx.attention.count({k.unit, a->backend, k.backward_pass}) != 0;
+}
+
 /// Whether a kernel's time takes a measured per-op efficiency: the memory-bound and attention
 /// kernels a graph op lowered to, every cast, every column sum and every depthwise convolution,
 /// where the context has per-op efficiencies.
 [[nodiscard]] inline bool takes_op_factor(const Kernel& k, const CostContext& ctx) {
     if (ctx.op_factor.empty() || k.kind == KernelKind::gemm) return false;
     if (k.kind == KernelKind::conv) return is_depthwise_conv(k);
-    // a fused attention kernel the kernel model prices (CostContext::attention) takes no sdpa efficiency
-    if (const auto* a = std::get_if<AttentionDims>(&k.dims); a && k.kind == KernelKind::attention &&
-                                                              ctx.attention.count({k.unit, a->backend, k.backward_pass}) != 0) {
-        return false;
-    }
+    // a fused attention kernel the kernel model prices (CostContext::attention) takes no sdpa efficiency,
+    // only dropout's cost where it draws random numbers (op_factor_key)
+    if (priced_by_kernel_model(k, ctx)) return std::get<AttentionDims>(k.dims).dropout > 0;
     return !k.source_op.empty() || is_cast(k) || is_column_sum(k) || is_mixed_elementwise(k) || is_strided_elementwise(k) ||
            is_gradient_sum(k);
 }
@@ -310,11 +314,18 @@ template <class ForEachPoint>
     return {factor_op(k), factor_phase(k), factor_16_bit(k)};
 }
 
+/// op_factor_key, but a fused attention kernel that the kernel model prices takes only dropout's cost:
+/// the key "sdpa_dropout" (calibrate_attention_dropout).
+[[nodiscard]] inline std::tuple<std::string_view, Phase, bool> op_factor_key(const Kernel& k, const CostContext& ctx) {
+    if (priced_by_kernel_model(k, ctx)) return {"sdpa_dropout", factor_phase(k), factor_16_bit(k)};
+    return op_factor_key(k);
+}
+
 /// The per-op efficiency that multiplies a kernel's time: the factor of its op, phase and precision
 /// class at its shape (op_factor_at), 1 where there is none.
 [[nodiscard]] inline double op_factor(const Kernel& k, const CostContext& ctx) {
     if (!takes_op_factor(k, ctx)) return 1.0;
-    const std::vector<OpFactorPoint>* points = find_op_factor_points(ctx.op_factor, op_factor_key(k));
+    const std::vector<OpFactorPoint>* points = find_op_factor_points(ctx.op_factor, op_factor_key(k, ctx));
     return points ? op_factor_at(*points, k, ctx) * factor_dtype_scale(k) : 1.0;
 }
 

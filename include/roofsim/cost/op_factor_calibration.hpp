@@ -24,6 +24,34 @@
 
 namespace roofsim {
 
+/// Attention dropout's cost (key "sdpa_dropout"): for each sdpa timing with dropout, its time over the
+/// timing without dropout at the same shape, backend, causality, phase and precision class (both points'
+/// model is the same, so their factors' ratio is that of the measured times): the Philox random numbers
+/// the fused kernels draw for every score, forward and again backward. A fused attention kernel that the
+/// kernel model prices (fit without dropout) takes it as its factor (op_factor).
+inline void calibrate_attention_dropout(CostContext& ctx) {
+    const auto same_shape = [](const AttentionDims& a, const AttentionDims& b) {
+        return a.batch == b.batch && a.heads == b.heads && a.seq_q == b.seq_q && a.seq_kv == b.seq_kv &&
+               a.head_dim == b.head_dim && a.causal == b.causal && a.backend == b.backend;
+    };
+    std::map<std::tuple<std::string, Phase, bool>, std::vector<OpFactorPoint>> dropout;
+    for (const auto& [key, points] : ctx.op_factor) {
+        const auto& [op, phase, low] = key;
+        if (op != "sdpa") continue;
+        for (const auto& with : points) {
+            if (!with.attention || with.attention->dropout <= 0) continue;
+            for (const auto& without : points) {
+                if (without.attention && without.attention->dropout <= 0 && same_shape(*with.attention, *without.attention) &&
+                    without.factor > 0) {
+                    dropout[{"sdpa_dropout", phase, low}].push_back({std::nullopt, with.attention, with.factor / without.factor});
+                    break;
+                }
+            }
+        }
+    }
+    for (auto& [key, points] : dropout) ctx.op_factor[key] = std::move(points);
+}
+
 /// Fills ctx.op_factor from the profile's op timings: for each op, phase and precision class, the
 /// measured GPU time over roofsim's modelled GPU time of the same layer (its kernels' costs summed,
 /// with no factor), one point per timing, with the reduction shape of a normalization, the shape
@@ -147,6 +175,7 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
     for (const auto& [t, step] : adds) calibrate(*t, step);
     with_casts.op_factor = ctx.op_factor;
     for (const auto& [t, step] : rest) calibrate(*t, step);
+    calibrate_attention_dropout(ctx);
     ctx.op_factor_source = f.provenance() + " (op timings)";
 }
 

@@ -57,7 +57,7 @@ public:
     /// op_factor(k, ctx); 1 for a host-only kernel, whose cost (none) no factor changes.
     [[nodiscard]] double op_factor(const Kernel& k) {
         if (k.kind == KernelKind::host_only || !takes_op_factor(k, ctx_)) return 1.0;
-        const auto key = op_factor_key(k);
+        const auto key = op_factor_key(k, ctx_);
         const auto& [op, phase, low] = key;
         std::optional<const std::vector<OpFactorPoint>*>& points =
             entry(op).factor[static_cast<int>(phase)][low ? 1 : 0];

@@ -109,6 +109,9 @@ inline Value Lowerer::sdpa(const Layer& l, LayerSummary& s) {
     const DType dt = compute_dtype(l, q);
     compute_dtype(l, k);  // autocast casts each input, and each one's gradient back
     compute_dtype(l, input(l, 2));
+    // flash attention takes 16-bit inputs only: PyTorch runs float32 on the memory-efficient kernels
+    // (sdp_utils.cpp, check_tensor_dtype)
+    if (a.backend == AttentionBackend::flash && dt == DType::f32) a.backend = AttentionBackend::efficient;
     attention_kernels(l, a, dt);
     cost_markers_as(host_op_of_attention(a.backend), true, true);
     for (std::size_t i = 0; i < 3; ++i) save_input(s, l, i, dt);
