@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <set>
 #include <vector>
@@ -567,4 +568,58 @@ TEST_CASE("the graph schema's ops are the ops lowering knows", "[lower][schema]"
     std::set<std::string> known;
     for (const auto& [name, op] : detail::known_ops()) known.insert(name);
     CHECK(in_schema == known);
+}
+
+TEST_CASE("scale: one pass each way and nothing saved", "[lower]") {
+    const GraphInput x{"", {8, 16, 64, 64}, DType::f32, true};
+    LoweringOptions o;
+    o.optimizer.kind = OptimizerKind::none;
+    const LoweredStep step = lower(one_layer_graph("scale", {{"factor", AttrValue(0.125)}}, {x}), o);
+    const double bytes = 8.0 * 16 * 64 * 64 * 4;
+    int forward = 0, backward = 0;
+    for (const auto& k : step.kernels.kernels) {
+        if (k.kind == KernelKind::host_only) continue;
+        (k.phase == Phase::forward ? forward : backward) += 1;
+        CHECK(k.bytes_read.value() == bytes);
+        CHECK(k.bytes_written.value() == bytes);
+    }
+    CHECK(forward == 1);
+    CHECK(backward == 1);
+    CHECK(estimate_memory(step, o).activations.value() == 0);
+    CHECK_THROWS_WITH(lower(one_layer_graph("scale", {{"factor", AttrValue(std::numeric_limits<double>::infinity())}}, {x}), o),
+                      Catch::Contains("factor"));
+}
+
+TEST_CASE("fp16-master: a float16 model, float32 masters unscaled into, stepped and copied back", "[lower][memory]") {
+    GraphBuilder b("fc");
+    const std::string x = b.input("x", {GraphBuilder::batch, 1024});
+    b.layer("fc", "linear", {x}, {{"in_features", std::int64_t{1024}}, {"out_features", std::int64_t{1024}}, {"bias", false}});
+    const Graph g = std::move(b).build();
+    LoweringOptions o;
+    o.batch = 8;
+    o.precision = PrecisionMode::fp16_master;
+    o.optimizer = OptimizerOptions{OptimizerKind::adamw, true, true, true};  // fused AdamW
+    const LoweredStep step = lower(g, o);
+    const double p = 1024.0 * 1024;
+    std::vector<const Kernel*> optimizer;
+    for (const auto& k : step.kernels.kernels) {
+        if (k.phase == Phase::optimizer && k.kind != KernelKind::host_only) optimizer.push_back(&k);
+        if (k.kind == KernelKind::gemm) CHECK(k.unit == ComputeUnit::fp16_tensor);
+    }
+    REQUIRE(optimizer.size() == 3);  // one tensor: one launch each
+    CHECK(optimizer[0]->bytes_read.value() == 2 * p);   // float16 gradients
+    CHECK(optimizer[0]->bytes_written.value() == 4 * p);  // into the float32 masters' gradients
+    CHECK(optimizer[1]->bytes_read.value() == 4 * 4 * p);  // master, gradient, exp_avg, exp_avg_sq in float32
+    CHECK(optimizer[1]->bytes_written.value() == 3 * 4 * p);
+    CHECK(optimizer[2]->bytes_read.value() == 4 * p);   // the masters
+    CHECK(optimizer[2]->bytes_written.value() == 2 * p);  // into the float16 model
+    const MemoryEstimate m = estimate_memory(step, o);
+    CHECK(m.parameters.value() == 2 * p);
+    CHECK(m.gradients.value() == 2 * p);
+    CHECK(m.master_weights.value() == 8 * p);   // float32 masters and their gradients
+    CHECK(m.optimizer_state.value() == 8 * p);  // float32 exp_avg and exp_avg_sq
+    o.precision = PrecisionMode::bf16;  // no masters: the state in the parameters' dtype
+    const MemoryEstimate pure = estimate_memory(lower(g, o), o);
+    CHECK(pure.master_weights.value() == 0);
+    CHECK(pure.optimizer_state.value() == 4 * p);
 }

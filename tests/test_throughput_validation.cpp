@@ -92,6 +92,9 @@ TEST_CASE("every published GPU name maps to a GPU roofsim knows; models, optimiz
     CHECK(bert->size == 384);
     CHECK(bert->optimizer.kind == OptimizerKind::adamw);
     CHECK(bert->optimizer.fused);
+    // what amp means for each script: ResNet-50's --amp is autocast, run_squad.py's --fp16 apex amp O2
+    CHECK(resnet->amp == PrecisionMode::amp_fp16);
+    CHECK(bert->amp == PrecisionMode::fp16_master);
 
     CHECK(published_precision_mode("tf32") == PrecisionMode::tf32);
     CHECK(published_precision_mode("amp") == PrecisionMode::amp_fp16);
@@ -271,6 +274,14 @@ TEST_CASE("ratios beside the published ones: A6000 / 3090 and A100 SXM4 80GB / A
     CHECK(r[1].predicted == Approx(854.4 / 376.5));
 }
 
+TEST_CASE("the next power of two above a batch") {
+    CHECK(next_power_of_two_above(1) == 2);
+    CHECK(next_power_of_two_above(28) == 32);
+    CHECK(next_power_of_two_above(224) == 256);
+    CHECK(next_power_of_two_above(256) == 512);
+    CHECK(next_power_of_two_above(2560) == 4096);
+}
+
 TEST_CASE("the small file evaluated: one-GPU rows predicted, the others counted, repeated rows share a prediction") {
     const ThroughputFile f = load_throughputs(fixture("throughputs-small.csv"));
     const ThroughputValidation v = evaluate_throughputs(f);
@@ -285,6 +296,13 @@ TEST_CASE("the small file evaluated: one-GPU rows predicted, the others counted,
         CHECK(r.predicted == Approx(static_cast<double>(r.batch) / r.step_seconds));
         CHECK(r.error == Approx(r.predicted / r.measured - 1));
         CHECK((r.profile == "measured" || r.profile == "derived" || r.profile == "datasheet"));
+    }
+    for (const auto& r : v.results) {  // the next power of two above the batch, and its larger peak
+        CHECK(r.next_batch > r.batch);
+        CHECK(r.next_batch <= 2 * r.batch);
+        CHECK((r.next_batch & (r.next_batch - 1)) == 0);
+        CHECK(r.next_peak_bytes > r.peak_bytes);
+        CHECK(r.batch_agrees() == (r.fits && !r.next_fits));
     }
     // the two H100 PCIe rounds: one prediction, two errors
     std::vector<const ThroughputResult*> h100;
@@ -316,11 +334,20 @@ TEST_CASE("published throughputs: the derived profiles hold their figures, and b
     REQUIRE(derived.results.size() == 56);
     const ThroughputErrorSummary d = overall(derived), s = overall(datasheet);
     CHECK(d.model == s.model);
-    CHECK(d.median_abs_error <= 0.20);  // 19.8 %
-    CHECK(d.max_abs_error <= 0.55);     // 54.1 %
-    CHECK(s.median_abs_error > d.median_abs_error + 0.2);  // 54.9 %
-    CHECK(s.max_abs_error > d.max_abs_error);              // 149 %
-    CHECK(order_pairs(derived.results).disagreeing() <= 5);
+    CHECK(d.median_abs_error <= 0.18);  // 17.9 %
+    CHECK(d.max_abs_error <= 0.46);     // 45.4 %
+    CHECK(s.median_abs_error > d.median_abs_error + 0.2);  // 43.6 %
+    CHECK(s.max_abs_error > d.max_abs_error);              // 115 %
+    CHECK(order_pairs(derived.results).disagreeing() <= 4);
     CHECK(order_pairs(datasheet.results).disagreeing() > order_pairs(derived.results).disagreeing());
     for (const auto& r : derived.results) CHECK(r.profile != "datasheet");
+    // Each published batch was the largest that fit its card: every one fits, but the next power of
+    // two fits too on 21 of the 56 rows today (docs/validation.md says which and why). The bound is none.
+    std::size_t next_fits = 0;
+    for (const auto& r : derived.results) {
+        INFO("row " << r.row->row << " " << r.gpu_key << " " << r.model << " batch " << r.batch);
+        CHECK(r.fits);
+        next_fits += r.next_fits ? 1 : 0;
+    }
+    CHECK(next_fits <= 21);
 }

@@ -17,7 +17,8 @@ namespace roofsim {
 struct MemoryEstimate {
     Bytes parameters{0};
     Bytes gradients{0};
-    Bytes optimizer_state{0};   ///< SGD momentum: 1 x parameters; Adam(W): 2 x (exp_avg, exp_avg_sq)
+    Bytes optimizer_state{0};   ///< SGD momentum: 1 x parameters; Adam(W): 2 x (exp_avg, exp_avg_sq); in float32 with master weights
+    Bytes master_weights{0};    ///< float32 master parameters and their gradients (has_master_weights)
     Bytes inputs{0};
     Bytes activations{0};       ///< saved for backward, all layers together
     Bytes autocast_copies{0};   ///< low-precision weight copies kept for backward under autocast
@@ -46,20 +47,25 @@ struct MemoryInputs {
     const double param_bytes = bytes_per_element(in.parameter_dtype);
     m.parameters = Bytes(p * param_bytes);
     m.gradients = m.parameters;
+    // the optimizer's state is in the dtype of the parameters it steps: the float32 masters' where there are
+    const bool master = has_master_weights(in.precision) && in.optimizer.kind != OptimizerKind::none;
+    const Bytes stepped = master ? Bytes(p * bytes_per_element(DType::f32)) : m.parameters;
+    if (master) m.master_weights = 2.0 * stepped;
     switch (in.optimizer.kind) {
         case OptimizerKind::none: break;
-        case OptimizerKind::sgd: m.optimizer_state = in.optimizer.momentum ? m.parameters : Bytes(0); break;
+        case OptimizerKind::sgd: m.optimizer_state = in.optimizer.momentum ? stepped : Bytes(0); break;
         case OptimizerKind::adam:
-        case OptimizerKind::adamw: m.optimizer_state = 2.0 * m.parameters; break;
+        case OptimizerKind::adamw: m.optimizer_state = 2.0 * stepped; break;
     }
     m.inputs = in.inputs;
     m.activations = in.saved;
     const PrecisionRules rules = rules_for(in.precision);
     if (rules.autocast) m.autocast_copies = Bytes(p * bytes_per_element(rules.low_dtype));
-    const Bytes forward_end = m.parameters + m.optimizer_state + m.inputs + m.activations + m.autocast_copies + 2.0 * in.largest_output;
-    Bytes optimizer_step = m.parameters + m.gradients + m.optimizer_state + m.inputs;
+    const Bytes forward_end = m.parameters + m.optimizer_state + m.master_weights + m.inputs + m.activations + m.autocast_copies +
+                              2.0 * in.largest_output;
+    Bytes optimizer_step = m.parameters + m.gradients + m.optimizer_state + m.master_weights + m.inputs;
     const bool adam = in.optimizer.kind == OptimizerKind::adam || in.optimizer.kind == OptimizerKind::adamw;
-    if (adam && !in.optimizer.fused) optimizer_step += m.parameters;
+    if (adam && !in.optimizer.fused) optimizer_step += stepped;
     m.peak = max(forward_end, optimizer_step);
     return m;
 }

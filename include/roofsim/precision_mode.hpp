@@ -19,11 +19,14 @@ enum class PrecisionMode {
     amp_bf16,     ///< fp32 parameters, forward under torch.autocast(dtype=torch.bfloat16)
     amp_fp16,     ///< fp32 parameters, forward under torch.autocast(dtype=torch.float16)
     bf16,         ///< model and inputs converted to bfloat16, no autocast
+    /// Model and inputs in float16, float32 master weights in the optimizer: apex amp's opt_level O2
+    /// (as NVIDIA's DeepLearningExamples train BERT with --fp16).
+    fp16_master,
 };
 
-inline constexpr std::array<PrecisionMode, 6> all_precision_modes = {
+inline constexpr std::array<PrecisionMode, 7> all_precision_modes = {
     PrecisionMode::fp32, PrecisionMode::fp32_strict, PrecisionMode::tf32,
-    PrecisionMode::amp_bf16, PrecisionMode::amp_fp16, PrecisionMode::bf16};
+    PrecisionMode::amp_bf16, PrecisionMode::amp_fp16, PrecisionMode::bf16, PrecisionMode::fp16_master};
 
 [[nodiscard]] constexpr std::string_view to_string(PrecisionMode m) {
     switch (m) {
@@ -33,6 +36,7 @@ inline constexpr std::array<PrecisionMode, 6> all_precision_modes = {
         case PrecisionMode::amp_bf16: return "amp-bf16";
         case PrecisionMode::amp_fp16: return "amp-fp16";
         case PrecisionMode::bf16: return "bf16";
+        case PrecisionMode::fp16_master: return "fp16-master";
     }
     return "?";
 }
@@ -73,9 +77,15 @@ struct PrecisionRules {
             return {ComputeUnit::fp32, ComputeUnit::tf32_tensor, DType::f32, DType::f32, true, DType::f16};
         case PrecisionMode::bf16:
             return {ComputeUnit::fp32, ComputeUnit::tf32_tensor, DType::bf16, DType::bf16, false, DType::bf16};
+        case PrecisionMode::fp16_master:
+            return {ComputeUnit::fp32, ComputeUnit::tf32_tensor, DType::f16, DType::f16, false, DType::f16};
     }
     return {ComputeUnit::fp32, ComputeUnit::fp32, DType::f32, DType::f32, false, DType::f32};
 }
+
+/// Whether the optimizer steps float32 master copies of the parameters (apex amp O2): the model's
+/// float16 gradients are copied up into them, the step runs on them, and the result is copied back.
+[[nodiscard]] constexpr bool has_master_weights(PrecisionMode m) { return m == PrecisionMode::fp16_master; }
 
 /// The compute unit of a GEMM or convolution whose operands are `dtype`, under `rules`.
 [[nodiscard]] constexpr ComputeUnit tensor_unit_for(DType dtype, ComputeUnit fp32_unit) {

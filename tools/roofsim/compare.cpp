@@ -147,7 +147,7 @@ Command add_compare_command(CLI::App& app) {
     cmd->add_option("--size", o->size, "Built-in model's image size or sequence length (default: resnet50 224, bert-base 128, gpt2-small 1024, bert-large-squad 384)");
     cmd->add_option("--gpu", o->gpus,
                     "GPU keys, comma-separated (default: rtx-3090, rtx-a6000, a100-40gb-sxm, a100-80gb-sxm, h100-sxm, h200-sxm)");
-    cmd->add_option("--precision", o->precision, "PyTorch precision mode: fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16")
+    cmd->add_option("--precision", o->precision, "PyTorch precision mode: fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16, fp16-master (apex amp O2)")
         ->capture_default_str();
     cmd->add_option("--optimizer", o->optimizer, "sgd (momentum), adam, adamw, none")->capture_default_str();
     cmd->add_option("--batch", o->batch, "Batch size per GPU, or max: each GPU at its largest batch that fits")->capture_default_str();

@@ -109,7 +109,8 @@ void print_prediction(const Prediction& p, std::size_t top, bool batch_max, std:
     out << "memory GiB: peak " << gib(p.memory.peak) << (p.memory_fit.fits() ? " fits " : " DOES NOT FIT ")
         << gib(p.memory_fit.usable()) << " usable (" << gib(p.memory_fit.capacity) << " less " << gib(p.memory_fit.context)
         << " CUDA context; allocator fragmentation not modelled)\n  = parameters " << gib(p.memory.parameters)
-        << ", gradients " << gib(p.memory.gradients) << ", optimizer " << gib(p.memory.optimizer_state) << ", activations "
+        << ", gradients " << gib(p.memory.gradients) << ", optimizer " << gib(p.memory.optimizer_state)
+        << (p.memory.master_weights.value() > 0 ? ", master weights " + gib(p.memory.master_weights) : std::string()) << ", activations "
         << gib(p.memory.activations) << ", inputs " << gib(p.memory.inputs) << ", autocast " << gib(p.memory.autocast_copies)
         << (p.gpus > 1 ? ", DDP buckets " + gib(p.memory.gradient_buckets) : std::string()) << "\n";
     print_flagged(p, out);
@@ -348,7 +349,7 @@ void add_source_options(CLI::App* cmd, PredictOptions& o) {
 void add_training_options(CLI::App* cmd, PredictOptions& o) {
     cmd->add_option("--gpu", o.gpu, "GPU key or nvidia-smi name (default: the calibration's GPU)");
     o.precision_option =
-        cmd->add_option("--precision", o.precision, "PyTorch precision mode: fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16")->capture_default_str();
+        cmd->add_option("--precision", o.precision, "PyTorch precision mode: fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16, fp16-master (apex amp O2)")->capture_default_str();
     o.batch_option = cmd->add_option("--batch", o.batch_text,
                                      "Batch size (per GPU), or max: the largest whose predicted peak fits the GPU's memory "
                                      "less the CUDA context")

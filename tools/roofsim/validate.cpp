@@ -489,10 +489,10 @@ std::string csv_field(const std::string& text) {
 
 /// The columns of `validate --throughputs --csv`: one header for every record; each record fills
 /// the columns it has (docs in the option's help).
-constexpr std::array<const char*, 25> throughput_csv_columns = {
+constexpr std::array<const char*, 28> throughput_csv_columns = {
     "kind", "schema_version", "record", "row", "gpu", "gpu_b", "model", "precision", "bench_round", "batch", "measured",
-    "predicted", "error", "difference", "profile", "fits", "peak_bytes", "usable_bytes", "rows", "gpus", "pairs",
-    "disagreeing", "median_abs_error", "max_abs_error", "note"};
+    "predicted", "error", "difference", "profile", "fits", "peak_bytes", "usable_bytes", "next_batch", "next_fits",
+    "next_peak_bytes", "rows", "gpus", "pairs", "disagreeing", "median_abs_error", "max_abs_error", "note"};
 
 void print_throughput_csv(const ThroughputValidation& v, const std::vector<ThroughputErrorSummary>& summaries,
                           const PairOrdering& ordering, const std::vector<ThroughputRatio>& ratios, std::ostream& out) {
@@ -501,7 +501,7 @@ void print_throughput_csv(const ThroughputValidation& v, const std::vector<Throu
     using Fields = std::map<std::string, std::string>;
     const auto record = [&](const std::string& kind, Fields f) {
         f["kind"] = "roofsim-throughput-validation-result";
-        f["schema_version"] = "1";
+        f["schema_version"] = "2";
         f["record"] = kind;
         for (std::size_t c = 0; c < throughput_csv_columns.size(); ++c) {
             const auto it = f.find(throughput_csv_columns[c]);
@@ -523,7 +523,10 @@ void print_throughput_csv(const ThroughputValidation& v, const std::vector<Throu
                        {"profile", r.profile},
                        {"fits", r.fits ? "1" : "0"},
                        {"peak_bytes", number(r.peak_bytes)},
-                       {"usable_bytes", number(r.usable_bytes)}});
+                       {"usable_bytes", number(r.usable_bytes)},
+                       {"next_batch", std::to_string(r.next_batch)},
+                       {"next_fits", r.next_fits ? "1" : "0"},
+                       {"next_peak_bytes", number(r.next_peak_bytes)}});
     }
     for (const auto& s : summaries) {
         record("summary", {{"model", s.model == "all" ? s.model : zoo_name(s.model)},
@@ -568,6 +571,30 @@ void print_throughput_csv(const ThroughputValidation& v, const std::vector<Throu
     for (const auto& n : v.notes) record("note", {{"note", n}});
 }
 
+/// Whether the memory model agrees with each published batch (the largest that fit its card): the
+/// batch fits and the next power of two does not; the rows where it does not, with both peaks.
+void print_published_batches(const ThroughputValidation& v, std::ostream& out) {
+    std::size_t fits = 0, next_fits = 0;
+    for (const auto& r : v.results) {
+        fits += r.fits ? 1 : 0;
+        next_fits += r.next_fits ? 1 : 0;
+    }
+    out << "\nPublished batches (each the largest that fit its card): the batch fits on " << fits << " of " << v.results.size()
+        << " rows; the next power of two fits on " << next_fits << " (it should on none).\n";
+    TextTable t({"row", "GPU", "model", "precision", "batch", "peak GiB", "usable GiB", "next", "next peak GiB", "why"});
+    bool any = false;
+    for (const auto& r : v.results) {
+        if (r.batch_agrees()) continue;
+        any = true;
+        t.add_row({r.row ? std::to_string(r.row->row) : "-", r.gpu_key, zoo_name(r.model), std::string(to_string(r.mode)),
+                   std::to_string(r.batch), format_number("%.1f", r.peak_bytes / (1024.0 * 1024 * 1024)),
+                   format_number("%.1f", r.usable_bytes / (1024.0 * 1024 * 1024)), std::to_string(r.next_batch),
+                   format_number("%.1f", r.next_peak_bytes / (1024.0 * 1024 * 1024)),
+                   !r.fits ? "batch over" : "next fits"});
+    }
+    if (any) t.print(out);
+}
+
 /// `roofsim validate --throughputs FILE`: published single-GPU training throughputs against the
 /// predictions on each GPU's default profile.
 void print_throughputs(const ValidateOptions& o, std::ostream& out) {
@@ -585,7 +612,8 @@ void print_throughputs(const ValidateOptions& o, std::ostream& out) {
         << (o.datasheet ? "(--datasheet: every GPU on its bare datasheet)" : "(measured, else derived, else datasheet)")
         << " and the GPU's built-in framework profile, else the first built-in one.\n"
            "samples/s = batch / predicted step; error = predicted / measured - 1. resnet50 at 224 px with SGD (momentum, "
-           "weight decay, foreach); bert-large-squad at sequence 384 with AdamW fused (apex FusedAdam); amp = amp-fp16.\n";
+           "weight decay, foreach); bert-large-squad at sequence 384 with AdamW fused (apex FusedAdam); amp = amp-fp16 "
+           "(resnet50), fp16-master (bert-large-squad: apex amp O2).\n";
     if (v.multi_gpu_rows) out << "note: rows of 2 or more GPUs skipped: " << v.multi_gpu_rows << " (only one-GPU rows are predicted yet).\n";
     for (const auto& [model, rows] : v.not_built_in) out << "note: " << model << " rows skipped: " << rows << ", model not built in.\n";
     for (const auto& n : v.notes) out << "note: " << n << ".\n";
@@ -627,6 +655,7 @@ void print_throughputs(const ValidateOptions& o, std::ostream& out) {
         g.add_row({zoo_name(e.model), mode_name(e.precision), std::to_string(e.gpus), std::to_string(e.pairs), std::to_string(e.disagreeing)});
     }
     g.print(out);
+    print_published_batches(v, out);
     if (ordering.disagreeing() > 0) {
         out << "\nPairs predicted in the other order (faster / slower as published):\n";
         TextTable d({"model", "precision", "faster", "slower", "measured ratio", "predicted ratio"});

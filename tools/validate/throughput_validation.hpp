@@ -75,17 +75,20 @@ struct PublishedModel {
     std::string_view zoo_name;  ///< zoo::model's name
     std::int64_t size = 0;      ///< image size or sequence length
     OptimizerOptions optimizer;
+    PrecisionMode amp = PrecisionMode::amp_fp16;  ///< what the table's amp means for its training script
 };
 
 /// The models and their optimizers, in one place. ResNet-50 v1.5 as DeepLearningExamples trains it
 /// (224 x 224): SGD with momentum and weight decay, torch.optim's foreach implementation (roofsim's
 /// default sgd). BERT-large SQuAD v1.1 fine-tuning (sequence 384, the examples' default): run_squad.py
 /// steps with apex's FusedAdam (Adam with decoupled weight decay, one fused kernel per step), which
-/// roofsim models as adamw with fused = true.
+/// roofsim models as adamw with fused = true; its --fp16 is apex amp's opt_level O2 (run_squad.py:
+/// amp.initialize(..., opt_level="O2")), roofsim's fp16-master, where ResNet-50's --amp is autocast.
 inline const std::array<PublishedModel, 2>& published_models() {
     static const std::array<PublishedModel, 2> models = {{
-        {"resnet50", "resnet50", 224, OptimizerOptions{OptimizerKind::sgd, true, true, false}},
-        {"bert_large_squad", "bert-large-squad", 384, OptimizerOptions{OptimizerKind::adamw, true, true, true}},
+        {"resnet50", "resnet50", 224, OptimizerOptions{OptimizerKind::sgd, true, true, false}, PrecisionMode::amp_fp16},
+        {"bert_large_squad", "bert-large-squad", 384, OptimizerOptions{OptimizerKind::adamw, true, true, true},
+         PrecisionMode::fp16_master},
     }};
     return models;
 }
@@ -301,7 +304,21 @@ struct ThroughputResult {
     bool fits = true;      ///< the predicted peak memory fits the GPU (MemoryFit::fits)
     double peak_bytes = 0, usable_bytes = 0;
     double step_seconds = 0;
+    /// The published batch was the largest that fit the card, so the next power of two above it should
+    /// not fit: that batch, whether its predicted peak fits, and the peak.
+    std::int64_t next_batch = 0;
+    bool next_fits = false;
+    double next_peak_bytes = 0;
+    /// Whether roofsim's memory model agrees with the published choice: the batch fits, the next does not.
+    [[nodiscard]] bool batch_agrees() const { return fits && !next_fits; }
 };
+
+/// The smallest power of two above `batch` (the next batch a benchmark that doubles would have tried).
+[[nodiscard]] inline std::int64_t next_power_of_two_above(std::int64_t batch) {
+    std::int64_t n = 1;
+    while (n <= batch) n *= 2;
+    return n;
+}
 
 /// The predictions of a table's rows, and what was not predicted.
 struct ThroughputValidation {
@@ -325,6 +342,7 @@ struct ThroughputValidation {
     std::map<std::string, const FrameworkProfile*> frameworks;
     std::map<std::string, std::optional<Graph>> graphs;
     std::map<std::tuple<std::string, std::string, std::string, std::int64_t>, Prediction> predictions;
+    std::map<std::tuple<std::string, std::string, std::string, std::int64_t>, MemoryFit> next_fits;  // at next_power_of_two_above
     for (const auto& r : file.rows) {
         if (r.num_gpus != 1) {
             ++v.multi_gpu_rows;
@@ -352,8 +370,8 @@ struct ThroughputValidation {
             const PublishedGpu* published_gpu = find_published_gpu(r.gpu_name);
             if (published_gpu && !published_gpu->note.empty()) v.notes.emplace_back(published_gpu->note);
         }
-        const PrecisionMode mode = published_mode_on(*published, ctx->second.ceilings);
-        if (mode != *published) {
+        const PrecisionMode mode = published_mode_on(*published == PrecisionMode::amp_fp16 ? model->amp : *published, ctx->second.ceilings);
+        if (mode != *published && *published != PrecisionMode::amp_fp16) {
             const std::string note = r.gpu_key + ": " + r.precision + " rows predicted as " + std::string(to_string(mode)) +
                                      " (no TF32 tensor cores: PyTorch's TF32 flags change nothing there)";
             if (std::find(v.notes.begin(), v.notes.end(), note) == v.notes.end()) v.notes.push_back(note);
@@ -368,6 +386,8 @@ struct ThroughputValidation {
             o.framework = frameworks[r.gpu_key];
             try {
                 p = predictions.emplace(key, predict(*graph->second, ctx->second, o)).first;
+                o.lowering.batch = next_power_of_two_above(r.batch);
+                next_fits.emplace(key, predict(*graph->second, ctx->second, o).memory_fit);
             } catch (const std::exception& e) {
                 throw std::runtime_error(file.origin + ": row " + std::to_string(r.row) + " (" + r.gpu_key + ", " + r.model + ", " +
                                          r.precision + ", batch " + std::to_string(r.batch) + "): " + e.what());
@@ -389,6 +409,10 @@ struct ThroughputValidation {
         t.fits = pred.memory_fit.fits();
         t.peak_bytes = pred.memory_fit.peak.value();
         t.usable_bytes = pred.memory_fit.usable().value();
+        const MemoryFit& next = next_fits.at(key);
+        t.next_batch = next_power_of_two_above(r.batch);
+        t.next_fits = next.fits();
+        t.next_peak_bytes = next.peak.value();
         v.results.push_back(std::move(t));
     }
     return v;

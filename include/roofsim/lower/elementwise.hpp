@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -45,6 +46,18 @@ inline Value Lowerer::dropout(const Layer& l, LayerSummary& s) {
     save(s, SavedPart::mask, tensor_bytes(n, DType::boolean));
     Kernel& b = kernel(l, Phase::backward, "aten::native_dropout_backward", KernelKind::elementwise, x.dtype, n, n);
     b.bytes_read += tensor_bytes(n, DType::boolean);
+    return Value{x.shape, x.dtype, x.needs_grad};
+}
+
+// scale: x * factor by a Python number (`scores / math.sqrt(d)`): one pass, nothing saved; backward
+// one pass (dY * factor). PyTorch's mul / div with a scalar operand.
+inline Value Lowerer::scale(const Layer& l, LayerSummary&) {
+    const Value& x = input(l, 0);
+    const double factor = attr_real(l, "factor", 1.0);
+    if (!std::isfinite(factor)) throw layer_error(l, "factor: expected a finite number");
+    const double n = numel(x.shape);
+    kernel(l, Phase::forward, "aten::mul", KernelKind::elementwise, x.dtype, n, n);
+    if (x.needs_grad) kernel(l, Phase::backward, "aten::mul", KernelKind::elementwise, x.dtype, n, n);
     return Value{x.shape, x.dtype, x.needs_grad};
 }
 

@@ -26,6 +26,7 @@ namespace detail {
 enum class OpRule {
     linear, matmul, conv2d, conv1d, batchnorm, layernorm, groupnorm, activation, dropout, binary, softmax,
     cross_entropy, sdpa, mha, embedding, pool, adaptive_pool, reshape, slice, gelu_tanh_composite, transpose, cat, cast, sum,
+    scale,
 };
 
 /// Autocast's op lists (torch.amp docs): "CUDA Ops that can autocast to float16" (matmuls,
@@ -57,7 +58,7 @@ inline const std::map<std::string, KnownOp, std::less<>>& known_ops() {
         {"flatten", {1, R::reshape}},          {"reshape", {1, R::reshape}},           {"slice", {1, R::slice}},
         {"transpose", {1, R::transpose}},      {"transpose_contiguous", {1, R::transpose}}, {"cat", {2, R::cat}},
         {"gelu_tanh_composite", {1, R::gelu_tanh_composite}}, {"cast", {1, R::cast}},
-        {"sum", {1, R::sum}},
+        {"sum", {1, R::sum}},                  {"scale", {1, R::scale}},
     };
     return ops;
 }

@@ -598,6 +598,7 @@ private:
             case OpRule::cat: return cat(l, s);
             case OpRule::cast: return cast_layer(l, s);
             case OpRule::sum: return sum_layer(l, s);
+            case OpRule::scale: return scale(l, s);
         }
         throw layer_error(l, "unknown op");
     }
@@ -621,6 +622,7 @@ private:
     Value binary(const Layer& l, LayerSummary& s);
 
     Value softmax(const Layer& l, LayerSummary& s);
+    Value scale(const Layer& l, LayerSummary& s);
 
     Value cross_entropy(const Layer& l, LayerSummary& s);
 
@@ -658,9 +660,10 @@ private:
 
     // ---- optimizer ----------------------------------------------------------------------------
 
-    void foreach_op(std::string_view name, int reads, int writes, int depth);
+    void foreach_op(std::string_view name, double reads, double writes, int depth, std::optional<DType> dtype = std::nullopt);
 
     void lower_optimizer();
+    void lower_optimizer_step(const OptimizerOptions& o);
 };
 
 }  // namespace detail

@@ -14,8 +14,9 @@ namespace roofsim::detail {
 
 /// One torch._foreach_* op over every parameter-sized tensor list: multi_tensor_apply launches
 /// one kernel per 110 tensors / 320 blocks of 64 Ki elements (ATen MultiTensorApply.cuh, depth 1;
-/// deeper lists hold fewer tensors), reading `reads` and writing `writes` tensors per parameter.
-inline void Lowerer::foreach_op(std::string_view name, int reads, int writes, int depth) {
+/// deeper lists hold fewer tensors), reading `reads` and writing `writes` tensors per parameter, of
+/// `dtype` (default: the dtype the optimizer steps; a 16-bit tensor among float32 ones counts 0.5).
+inline void Lowerer::foreach_op(std::string_view name, double reads, double writes, int depth, std::optional<DType> dtype) {
     static constexpr int tensors_per_launch[] = {110, 64, 48, 36, 30};
     const int per_launch = tensors_per_launch[std::clamp(depth, 1, 5) - 1];
     const double blocks_per_launch = 320;
@@ -23,7 +24,7 @@ inline void Lowerer::foreach_op(std::string_view name, int reads, int writes, in
     const auto launches =
         static_cast<int>(std::max(std::ceil(tensors / per_launch), std::ceil(parameter_chunks_ / blocks_per_launch)));
     const double elements = parameter_elements_;
-    const DType dt = rules_.parameter_dtype;
+    const DType dt = dtype.value_or(has_master_weights(options_.precision) ? DType::f32 : rules_.parameter_dtype);
     for (int i = 0; i < launches; ++i) {
         Kernel& k = step_.kernels.kernels.emplace_back(blank_);
         rows_.of_kernel.push_back(static_cast<std::uint32_t>(optimizer_row_));
@@ -47,6 +48,21 @@ inline void Lowerer::lower_optimizer() {
     for (double p : step_.parameter_tensors) parameter_chunks_ += std::ceil(p / 65536);
     marker(step_.kernels.kernels.emplace_back(blank_), "optimizer", "optimizer", Phase::optimizer);
     rows_.of_kernel.push_back(static_cast<std::uint32_t>(optimizer_row_));
+    if (has_master_weights(options_.precision)) {
+        // apex amp O2: the float16 gradients unscaled into the float32 masters' (multi_tensor_scale,
+        // which also checks for overflow), the step on the masters, then the masters copied back
+        // into the float16 model (master_params_to_model_params)
+        const double low = bytes_per_element(rules_.parameter_dtype) / bytes_per_element(DType::f32);  // in float32 tensors
+        foreach_op("apex::multi_tensor_scale", low, 1, 2, DType::f32);
+        lower_optimizer_step(o);
+        foreach_op("apex::multi_tensor_scale", 1, low, 2, DType::f32);
+        return;
+    }
+    lower_optimizer_step(o);
+}
+
+/// The optimizer's own kernels (torch.optim's foreach and fused implementations).
+inline void Lowerer::lower_optimizer_step(const OptimizerOptions& o) {
     if (o.kind == OptimizerKind::sgd) {
         // torch.optim.sgd._multi_tensor_sgd: grad += wd p; buf = m buf + grad; p -= lr buf.
         if (o.fused) { foreach_op("aten::_fused_sgd_", o.momentum ? 3 : 2, o.momentum ? 2 : 1, 3); return; }

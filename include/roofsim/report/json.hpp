@@ -67,6 +67,7 @@ inline constexpr int prediction_json_schema_version = 1;
              {{"parameters", p.memory.parameters.value()},
               {"gradients", p.memory.gradients.value()},
               {"optimizer_state", p.memory.optimizer_state.value()},
+              {"master_weights", p.memory.master_weights.value()},
               {"inputs", p.memory.inputs.value()},
               {"activations", p.memory.activations.value()},
               {"autocast_copies", p.memory.autocast_copies.value()},

@@ -80,7 +80,8 @@ namespace roofsim {
         case PrecisionMode::fp32:
         case PrecisionMode::tf32: return "fp32";
         case PrecisionMode::fp32_strict: return "fp32_strict";
-        case PrecisionMode::bf16: return "bf16";
+        case PrecisionMode::bf16:
+        case PrecisionMode::fp16_master: return "bf16";  // 16-bit weights, no autocast (bfloat16's figures)
         case PrecisionMode::amp_bf16:
         case PrecisionMode::amp_fp16: return "autocast";
     }

@@ -6,6 +6,7 @@
 
 #include <roofsim/graph.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -34,6 +35,26 @@ inline std::string attention_core(GraphBuilder& b, const std::string& name, cons
     return b.layer(name + ".merge_heads", "reshape", {a}, {{"shape", std::vector<std::int64_t>{-1, seq, hidden}}});
 }
 
+/// Attention as DeepLearningExamples' modeling.BertSelfAttention computes it, eagerly: scores =
+/// matmul(q, k^T) (k viewed transposed), / sqrt(head_dim), + the additive mask (a float tensor
+/// broadcast over heads and query rows: here [1, L], the same bytes), softmax, dropout, matmul with
+/// v, then permute(0, 2, 1, 3).contiguous() (a copy) and a view back to B x L x hidden. The B x H x
+/// L x L scores are written and read by each step, and the softmax output, the dropout mask and its
+/// output are saved for the backward.
+inline std::string eager_attention(GraphBuilder& b, const std::string& name, const std::string& q, const std::string& k,
+                                   const std::string& v, const std::string& mask, std::int64_t seq, std::int64_t hidden,
+                                   std::int64_t head_dim, double dropout_p) {
+    const std::string k_t = b.layer(name + ".key_t", "transpose", {k}, {{"dim0", std::int64_t{2}}, {"dim1", std::int64_t{3}}});
+    std::string s = b.layer(name + ".scores", "matmul", {q, k_t});
+    s = b.layer(name + ".scale", "scale", {s}, {{"factor", 1.0 / std::sqrt(static_cast<double>(head_dim))}});
+    s = b.layer(name + ".mask", "add", {s, mask});
+    s = b.layer(name + ".softmax", "softmax", {s}, {{"dim", std::int64_t{-1}}});
+    s = b.layer(name + ".probs_dropout", "dropout", {s}, {{"p", dropout_p}});
+    std::string a = b.layer(name + ".context", "matmul", {s, v});
+    a = b.layer(name + ".heads_back", "transpose_contiguous", {a}, {{"dim0", std::int64_t{1}}, {"dim1", std::int64_t{2}}});
+    return b.layer(name + ".merge_heads", "reshape", {a}, {{"shape", std::vector<std::int64_t>{-1, seq, hidden}}});
+}
+
 inline std::int64_t i64(std::int64_t v) { return v; }
 
 /// An nn.Linear(in_features, out_features) with bias.
@@ -56,6 +77,9 @@ struct BertConfig {
     /// token_type_ids and position_ids of shape [B, L] (the batch's segment ids; positions
     /// expanded over the batch) rather than [1, L] (transformers' buffers, broadcast over it).
     bool per_sample_ids = false;
+    /// Attention written out as DeepLearningExamples' modeling.py computes it (eager_attention)
+    /// rather than transformers' fused SDPA; the encoder then takes an additive attention mask.
+    bool eager_attention = false;
 };
 
 /// BertModel's embeddings and encoder (no pooler), attention as transformers' "sdpa" runs it (no
@@ -79,12 +103,14 @@ inline std::string bert_encoder(GraphBuilder& b, const BertConfig& c, std::int64
     x = b.layer("embeddings.add_position", "add", {x, p});
     x = b.layer("embeddings.norm", "layernorm", {x}, {{"normalized_shape", std::vector<std::int64_t>{hidden}}});
     x = b.layer("embeddings.dropout", "dropout", {x}, {{"p", c.dropout}});
+    const std::string mask = c.eager_attention ? b.input("attention_mask", {1, seq}, DType::f32) : std::string();
     for (std::int64_t i = 0; i < c.layers; ++i) {
         const std::string n = "encoder.layer." + std::to_string(i);
         std::string q = detail::heads_view(b, n + ".attention.q_heads", detail::linear(b, n + ".attention.query", x, hidden, hidden), heads, seq, head_dim);
         std::string k = detail::heads_view(b, n + ".attention.k_heads", detail::linear(b, n + ".attention.key", x, hidden, hidden), heads, seq, head_dim);
         std::string v = detail::heads_view(b, n + ".attention.v_heads", detail::linear(b, n + ".attention.value", x, hidden, hidden), heads, seq, head_dim);
-        std::string a = detail::attention_core(b, n + ".attention", q, k, v, false, seq, hidden, c.dropout);
+        std::string a = c.eager_attention ? detail::eager_attention(b, n + ".attention", q, k, v, mask, seq, hidden, head_dim, c.dropout)
+                                          : detail::attention_core(b, n + ".attention", q, k, v, false, seq, hidden, c.dropout);
         a = detail::linear(b, n + ".attention.output.dense", a, hidden, hidden);
         a = b.layer(n + ".attention.output.dropout", "dropout", {a}, {{"p", c.dropout}});
         a = b.layer(n + ".attention.output.add", "add", {a, x});
@@ -139,9 +165,8 @@ inline std::string bert_encoder(GraphBuilder& b, const BertConfig& c, std::int64
 ///   the sum of the two cross entropies (one tiny division kernel forward and one backward missing);
 /// - `start_positions.clamp_(0, L)` and `end_positions.clamp_(0, L)` (two tiny in-place kernels on
 ///   [B]; the graph has no clamp op) and CrossEntropyLoss's ignore_index (costs the same);
-/// - the attention: modeling.py computes it eagerly (matmul, / sqrt(64), + the additive input mask,
-///   softmax, dropout, matmul); the graph has no way to broadcast a [B, 1, 1, L] mask into the
-///   scores, so attention is PyTorch's fused SDPA without a mask, as for bert-base;
+/// - the additive attention mask is [1, L] where modeling.py broadcasts a [B, 1, 1, L] one into the
+///   scores (the same bytes; its computation from the input mask, a few kernels on [B, L], is left out);
 /// - modeling.BertModel builds a pooler (1024 x 1024 + 1024) and runs its forward, whose output the
 ///   QA head ignores: run_squad.py keeps it out of the optimizer and it gets no gradient, so it is
 ///   not built here (its one small forward GEMM and tanh are left out). DeepLearningExamples'
@@ -158,6 +183,7 @@ inline std::string bert_encoder(GraphBuilder& b, const BertConfig& c, std::int64
     c.intermediate = 4096;
     c.vocab = 30528;  // 30522 padded to a multiple of 8 by run_squad.py
     c.per_sample_ids = true;
+    c.eager_attention = true;  // modeling.BertSelfAttention: matmul, scale, mask, softmax, dropout, matmul
     GraphBuilder b("bert-large-squad");
     const std::string x = bert_encoder(b, c, seq);
     const std::string start_positions = b.input("start_positions", {GraphBuilder::batch}, DType::i64);
