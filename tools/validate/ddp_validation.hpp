@@ -133,44 +133,42 @@ struct DdpResult {
     std::vector<DdpResult> out;
     for (const auto& [key, of_case] : multi) {
         const DdpCase& c = *of_case.front();
-        {
-            DdpResult e;
-            e.c = &c;
-            e.runs = static_cast<int>(of_case.size());
-            std::vector<double> samples;
-            e.run_median_min = e.run_median_max = c.step.measured_seconds;
-            for (const DdpCase* run : of_case) {
-                samples.insert(samples.end(), run->step_samples.begin(), run->step_samples.end());
-                e.run_median_min = std::min(e.run_median_min, run->step.measured_seconds);
-                e.run_median_max = std::max(e.run_median_max, run->step.measured_seconds);
-            }
-            e.measured = e.runs == 1 ? c.step.measured_seconds : detail::quantile(samples, 0.5);
-            e.p10 = detail::quantile(samples, 0.1);
-            e.p90 = detail::quantile(samples, 0.9);
-            PredictOptions o;
-            o.lowering = c.step.options;
-            o.framework = framework;
-            o.data_parallel.gpus = c.world;
-            const Prediction p = predict(c.step.graph, ctx, o);
-            e.predicted = p.step_time.value();
-            e.error = e.predicted / e.measured - 1;
-            e.communication = p.communication_time.value();
-            e.exposed = p.communication_exposed.value();
-            for (const auto& b : p.buckets) e.buckets.push_back(b.bytes);
-            e.predicted_peak_bytes = p.memory.peak.value();
-            o.host_time_scale = validation_host_swing;
-            e.host_paced = predict(c.step.graph, ctx, o).step_time.value() / e.predicted - 1 >= validation_host_swing_bound;
-            e.within = std::abs(e.error) <= ddp_gpu_paced_bound ||
-                       (e.host_paced && ((e.predicted >= e.p10 && e.predicted <= e.p90) || std::abs(e.error) <= ddp_host_paced_bound));
-            o.host_time_scale = 1;
-            o.data_parallel.gpus = 1;
-            e.predicted_one_gpu = predict(c.step.graph, ctx, o).step_time.value();
-            e.predicted_efficiency = e.predicted_one_gpu / e.predicted;
-            if (const auto it = one_gpu.find(c.step.id); it != one_gpu.end()) {
-                e.measured_efficiency = detail::quantile(it->second, 0.5) / e.measured;
-            }
-            out.push_back(std::move(e));
+        DdpResult e;
+        e.c = &c;
+        e.runs = static_cast<int>(of_case.size());
+        std::vector<double> samples;
+        e.run_median_min = e.run_median_max = c.step.measured_seconds;
+        for (const DdpCase* run : of_case) {
+            samples.insert(samples.end(), run->step_samples.begin(), run->step_samples.end());
+            e.run_median_min = std::min(e.run_median_min, run->step.measured_seconds);
+            e.run_median_max = std::max(e.run_median_max, run->step.measured_seconds);
         }
+        e.measured = e.runs == 1 ? c.step.measured_seconds : detail::quantile(samples, 0.5);
+        e.p10 = detail::quantile(samples, 0.1);
+        e.p90 = detail::quantile(samples, 0.9);
+        PredictOptions o;
+        o.lowering = c.step.options;
+        o.framework = framework;
+        o.data_parallel.gpus = c.world;
+        const Prediction p = predict(c.step.graph, ctx, o);
+        e.predicted = p.step_time.value();
+        e.error = e.predicted / e.measured - 1;
+        e.communication = p.communication_time.value();
+        e.exposed = p.communication_exposed.value();
+        for (const auto& b : p.buckets) e.buckets.push_back(b.bytes);
+        e.predicted_peak_bytes = p.memory.peak.value();
+        o.host_time_scale = validation_host_swing;
+        e.host_paced = predict(c.step.graph, ctx, o).step_time.value() / e.predicted - 1 >= validation_host_swing_bound;
+        e.within = std::abs(e.error) <= ddp_gpu_paced_bound ||
+                   (e.host_paced && ((e.predicted >= e.p10 && e.predicted <= e.p90) || std::abs(e.error) <= ddp_host_paced_bound));
+        o.host_time_scale = 1;
+        o.data_parallel.gpus = 1;
+        e.predicted_one_gpu = predict(c.step.graph, ctx, o).step_time.value();
+        e.predicted_efficiency = e.predicted_one_gpu / e.predicted;
+        if (const auto it = one_gpu.find(c.step.id); it != one_gpu.end()) {
+            e.measured_efficiency = detail::quantile(it->second, 0.5) / e.measured;
+        }
+        out.push_back(std::move(e));
     }
     return out;
 }
