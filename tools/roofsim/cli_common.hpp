@@ -49,6 +49,9 @@ double flops_arg(const std::string& text, const std::string& option);
 double bytes_arg(const std::string& text, const std::string& option);
 /// A CLI11 check: the option's value is a whole number of at least 1.
 CLI::Validator positive_integer();
+/// Why --size is refused without --model: it sets a built-in model's image size or sequence length.
+inline const std::string size_needs_model =
+    "--size applies only to built-in models (--model NAME); a --graph or --ir file keeps its own shapes";
 /// "a,b,,c" -> {a, b, c}.
 std::vector<std::string> split_list(const std::string& text);
 /// A rate as TFLOP/s with one decimal, "-" where there is none.
