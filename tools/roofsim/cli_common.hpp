@@ -70,9 +70,6 @@ struct TimeUnit {
     static TimeUnit for_largest(Seconds largest);
 };
 
-/// Writes `text` to `path` atomically: a temporary file in the same directory, then renamed over it.
-void write_file_atomically(const std::string& path, const std::string& text);
-
 /// `j` with `kind` and `schema_version` first where it has no `kind` of its own.
 nlohmann::json with_kind(nlohmann::json j, const std::string& kind, int schema_version = 1);
 /// The ceilings for a GPU: from the calibration when it describes that GPU, else from the datasheet.
