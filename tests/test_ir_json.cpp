@@ -118,7 +118,30 @@ TEST_CASE("a bad IR is refused as a whole, naming the field", "[ir][json][errors
     }
     SECTION("stride of zero") {
         CHECK(error_of(detail::read_json_file(data_dir + "ir-bad-stride.json")) ==
-              "ir.json: /kernels/1/conv/stride: expected [h, w] of integers >= 1");
+              "ir.json: /kernels/1/conv/stride: expected [h, w] of integers >= 1, got [0,1]");
+    }
+    SECTION("a convolution's fields out of PyTorch's ranges") {
+        // each refused where it is read, before the output size divides by the stride
+        nlohmann::json bad = detail::read_json_file(data_dir + "ir-bad-stride.json");
+        nlohmann::json& conv = bad["kernels"][1]["conv"];
+        conv["stride"] = {2, -1};
+        CHECK(error_of(bad) == "ir.json: /kernels/1/conv/stride: expected [h, w] of integers >= 1, got [2,-1]");
+        conv["stride"] = {1, 1};
+        conv["padding"] = {-1, 0};
+        CHECK(error_of(bad) == "ir.json: /kernels/1/conv/padding: expected [h, w] of integers >= 0, got [-1,0]");
+        conv["padding"] = {1, 1};
+        conv["dilation"] = {0, 0};
+        CHECK(error_of(bad) == "ir.json: /kernels/1/conv/dilation: expected [h, w] of integers >= 1, got [0,0]");
+        conv["dilation"] = {1, 1};
+        conv["groups"] = 0;
+        CHECK(error_of(bad) == "ir.json: /kernels/1/conv/groups: must be a positive integer, got 0");
+        conv["groups"] = 2;
+        CHECK(error_of(bad) == "ir.json: /kernels/1/conv/groups: must divide c and k");
+        conv["groups"] = 1;
+        conv["r"] = 0;
+        CHECK(error_of(bad) == "ir.json: /kernels/1/conv/r: must be a positive integer, got 0");
+        conv["r"] = 3;
+        CHECK(error_of(bad).empty());  // the faults above were the only ones
     }
     nlohmann::json doc = small_ir();
     SECTION("version") {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <string>
 #include <set>
 #include <vector>
@@ -402,6 +403,80 @@ TEST_CASE("bad graphs are errors that name the layer and the field", "[lower][gr
     CHECK(lowering_error(g) == "layer 'x' (relu): name: used twice (layer names must be unique)");
     g.layers = {Layer{"a", "relu", {x}, {}}, Layer{"b", "relu", {"a"}, {}}};
     CHECK(lowering_error(g) == "no error");
+}
+
+TEST_CASE("layer attributes out of PyTorch's ranges are refused, naming the layer and the field", "[lower][graph]") {
+    using Attrs = std::map<std::string, AttrValue>;
+    const auto i64 = [](std::int64_t v) { return AttrValue(v); };
+    const auto lowered = [](const std::string& op, Attrs attrs, std::vector<std::int64_t> shape) {
+        std::vector<Dim> dims;
+        for (const auto d : shape) dims.push_back(Dim(d));
+        return lowering_error(one_layer_graph(op, std::move(attrs), {GraphInput{"", dims, DType::f32, true}}));
+    };
+    const auto conv2d = [&](Attrs extra) {
+        Attrs attrs{{"in_channels", AttrValue(std::int64_t(4))}, {"out_channels", AttrValue(std::int64_t(8))},
+                    {"kernel_size", AttrValue(std::int64_t(3))}};
+        for (auto& [k, v] : extra) attrs[k] = v;
+        return lowered("conv2d", attrs, {2, 4, 16, 16});
+    };
+    SECTION("convolutions") {
+        CHECK(conv2d({}) == "no error");
+        CHECK(conv2d({{"stride", i64(2)}, {"padding", i64(1)}, {"dilation", i64(2)}, {"groups", i64(2)}}) == "no error");
+        // stride 0 divided the output size (SIGFPE) before it was checked
+        CHECK(conv2d({{"stride", i64(0)}}) == "layer 'conv2d' (conv2d): stride: expected positive integers, got 0");
+        // a negative stride says so, not that the kernel is larger than the input
+        CHECK(conv2d({{"stride", AttrValue(std::vector<std::int64_t>{2, -1})}}) ==
+              "layer 'conv2d' (conv2d): stride: expected positive integers, got -1");
+        CHECK(conv2d({{"kernel_size", i64(0)}}) == "layer 'conv2d' (conv2d): kernel_size: expected positive integers, got 0");
+        CHECK(conv2d({{"dilation", i64(0)}}) == "layer 'conv2d' (conv2d): dilation: expected positive integers, got 0");
+        CHECK(conv2d({{"padding", i64(-1)}}) == "layer 'conv2d' (conv2d): padding: expected non-negative integers, got -1");
+        CHECK(conv2d({{"groups", i64(0)}}) == "layer 'conv2d' (conv2d): groups: expected a positive integer, got 0");
+        CHECK(conv2d({{"groups", i64(3)}}) == "layer 'conv2d' (conv2d): groups: 3 does not divide in_channels 4 and out_channels 8");
+        CHECK(conv2d({{"out_channels", i64(-8)}}) == "layer 'conv2d' (conv2d): out_channels: expected a positive integer, got -8");
+        CHECK(conv2d({{"kernel_size", i64(17)}}) == "layer 'conv2d' (conv2d): kernel_size: larger than the padded input");
+        const Attrs conv1d{{"in_channels", i64(4)}, {"out_channels", i64(8)}, {"kernel_size", i64(3)}, {"stride", i64(0)}};
+        CHECK(lowered("conv1d", conv1d, {2, 4, 32}) == "layer 'conv1d' (conv1d): stride: expected positive integers, got 0");
+    }
+    SECTION("pooling") {
+        const std::vector<std::int64_t> image{2, 4, 16, 16};
+        CHECK(lowered("maxpool2d", {{"kernel_size", i64(3)}, {"stride", i64(2)}, {"padding", i64(1)}}, image) == "no error");
+        CHECK(lowered("maxpool2d", {{"kernel_size", i64(0)}}, image) ==
+              "layer 'maxpool2d' (maxpool2d): kernel_size: expected positive integers, got 0");
+        CHECK(lowered("maxpool2d", {{"kernel_size", i64(2)}, {"stride", i64(-2)}}, image) ==
+              "layer 'maxpool2d' (maxpool2d): stride: expected positive integers, got -2");
+        CHECK(lowered("avgpool2d", {{"kernel_size", i64(2)}, {"stride", i64(0)}}, image) ==
+              "layer 'avgpool2d' (avgpool2d): stride: expected positive integers, got 0");
+        CHECK(lowered("avgpool2d", {{"kernel_size", i64(2)}, {"padding", i64(-1)}}, image) ==
+              "layer 'avgpool2d' (avgpool2d): padding: expected non-negative integers, got -1");
+        // PyTorch: "pad should be at most half of effective kernel size"
+        CHECK(lowered("maxpool2d", {{"kernel_size", i64(3)}, {"padding", i64(2)}}, image) ==
+              "layer 'maxpool2d' (maxpool2d): padding: expected at most half of kernel_size 3, got 2");
+        CHECK(lowered("adaptive_avgpool2d", {{"output_size", i64(0)}}, image) ==
+              "layer 'adaptive_avgpool2d' (adaptive_avgpool2d): output_size: expected positive integers, got 0");
+    }
+    SECTION("softmax dim within [-rank, rank)") {
+        const std::vector<std::int64_t> matrix{8, 10};
+        CHECK(lowered("softmax", {{"dim", i64(1)}}, matrix) == "no error");
+        CHECK(lowered("log_softmax", {{"dim", i64(-2)}}, matrix) == "no error");
+        CHECK(lowered("softmax", {{"dim", i64(2)}}, matrix) ==
+              "layer 'softmax' (softmax): dim: expected -2 to 1 for a 2-dimensional input, got 2");
+        CHECK(lowered("log_softmax", {{"dim", i64(-3)}}, matrix) ==
+              "layer 'log_softmax' (log_softmax): dim: expected -2 to 1 for a 2-dimensional input, got -3");
+    }
+    SECTION("gelu's approximate: none or tanh") {
+        CHECK(lowered("gelu", {{"approximate", AttrValue(std::string("tanh"))}}, {8, 10}) == "no error");
+        CHECK(lowered("gelu", {{"approximate", AttrValue(std::string("none"))}}, {8, 10}) == "no error");
+        CHECK(lowered("gelu", {{"approximate", AttrValue(std::string("fast"))}}, {8, 10}) ==
+              "layer 'gelu' (gelu): approximate: expected \"none\" or \"tanh\", got \"fast\"");
+    }
+    SECTION("cast to the floating dtypes priced") {
+        CHECK(lowered("cast", {{"dtype", AttrValue(std::string("bfloat16"))}}, {8, 10}) == "no error");
+        CHECK(lowered("cast", {{"dtype", AttrValue(std::string("int8"))}}, {8, 10}) ==
+              "layer 'cast' (cast): dtype: expected float32, bfloat16 or float16, got 'int8'");
+        CHECK(lowered("cast", {{"dtype", AttrValue(std::string("float8"))}}, {8, 10}) ==
+              "layer 'cast' (cast): dtype: expected float32, bfloat16 or float16, got 'float8'");
+        CHECK(lowered("cast", {}, {8, 10}) == "layer 'cast' (cast): dtype: missing");
+    }
 }
 
 TEST_CASE("graph JSON round-trips and rejects malformed files", "[graph][json]") {

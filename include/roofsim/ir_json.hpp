@@ -70,7 +70,7 @@ inline std::array<std::int64_t, 2> pair_field(const JsonCursor& c, std::string_v
         const std::array<std::int64_t, 2> out{v.json()[0].get<std::int64_t>(), v.json()[1].get<std::int64_t>()};
         if (out[0] >= least && out[1] >= least) return out;
     }
-    v.fail("expected [h, w] of integers >= " + std::to_string(least));
+    v.fail("expected [h, w] of integers >= " + std::to_string(least) + ", got " + v.json().dump());
 }
 
 inline std::int64_t positive_field(const JsonCursor& c, std::string_view key, std::int64_t fallback) {

@@ -3,6 +3,7 @@
 #         -P expect.cmake
 # NO_FILE=path: the command must not leave that file (it is removed first).
 # MAX_COLUMNS: no line of the output may be longer than n characters.
+# STDOUT=path: the command's standard output goes to that file (/dev/full: a full disk); MATCH sees stderr.
 string(REPLACE "|" ";" argv "${ARGS}")
 if(DEFINED FILE)
   file(REMOVE "${FILE}")
@@ -10,7 +11,12 @@ endif()
 if(DEFINED NO_FILE)
   file(REMOVE "${NO_FILE}")
 endif()
-execute_process(COMMAND ${argv} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(DEFINED STDOUT)
+  execute_process(COMMAND ${argv} RESULT_VARIABLE code OUTPUT_FILE "${STDOUT}" ERROR_VARIABLE err)
+  set(out "")
+else()
+  execute_process(COMMAND ${argv} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
+endif()
 set(all "${out}${err}")
 if(NOT code STREQUAL "${EXIT}")
   message(FATAL_ERROR "exit code ${code}, expected ${EXIT}\n--- output ---\n${all}")

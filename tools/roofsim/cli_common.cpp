@@ -2,10 +2,7 @@
 #include "quantity_parse.hpp"
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <random>
 #include <sstream>
 
 namespace roofsim::cli {
@@ -103,28 +100,6 @@ std::string TimeUnit::operator()(Seconds t) const {
 TimeUnit TimeUnit::for_largest(Seconds largest) {
     const auto& u = unit_for(std::abs(largest.value()));
     return {u.name, u.per_second, decimals_for(std::abs(largest.value()) * u.per_second)};
-}
-
-void write_file_atomically(const std::string& path, const std::string& text) {
-    const std::filesystem::path target(path);
-    const auto dir = target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
-    const auto tmp = dir / ("." + target.filename().string() + ".tmp-" + std::to_string(std::random_device{}()));
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw std::runtime_error(path + ": cannot create a temporary file in " + dir.string());
-        out << text;
-        if (!out.flush()) {
-            out.close();
-            std::filesystem::remove(tmp);
-            throw std::runtime_error(path + ": write failed");
-        }
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, target, ec);
-    if (ec) {
-        std::filesystem::remove(tmp);
-        throw std::runtime_error(path + ": cannot replace the file: " + ec.message());
-    }
 }
 
 nlohmann::json with_kind(nlohmann::json j, const std::string& kind, int schema_version) {

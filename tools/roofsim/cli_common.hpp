@@ -49,6 +49,9 @@ double flops_arg(const std::string& text, const std::string& option);
 double bytes_arg(const std::string& text, const std::string& option);
 /// A CLI11 check: the option's value is a whole number of at least 1.
 CLI::Validator positive_integer();
+/// Why --size is refused without --model: it sets a built-in model's image size or sequence length.
+inline const std::string size_needs_model =
+    "--size applies only to built-in models (--model NAME); a --graph or --ir file keeps its own shapes";
 /// "a,b,,c" -> {a, b, c}.
 std::vector<std::string> split_list(const std::string& text);
 /// A rate as TFLOP/s with one decimal, "-" where there is none.
@@ -66,9 +69,6 @@ struct TimeUnit {
     /// The unit that suits times up to `largest` (3-4 significant digits for it).
     static TimeUnit for_largest(Seconds largest);
 };
-
-/// Writes `text` to `path` atomically: a temporary file in the same directory, then renamed over it.
-void write_file_atomically(const std::string& path, const std::string& text);
 
 /// `j` with `kind` and `schema_version` first where it has no `kind` of its own.
 nlohmann::json with_kind(nlohmann::json j, const std::string& kind, int schema_version = 1);

@@ -23,7 +23,7 @@ Graph load_graph_input(const CompareOptions& o) {
         return std::move(*g);
     }
     if (o.graph.empty()) throw UsageError("compare needs --model NAME or --graph FILE");
-    if (o.size > 0) throw UsageError("--size applies to built-in models only");
+    if (o.size > 0) throw UsageError(size_needs_model);
     return load_graph(o.graph);
 }
 
@@ -144,7 +144,8 @@ Command add_compare_command(CLI::App& app) {
     auto* cmd = app.add_subcommand("compare", "One model's training step on several GPUs: time, throughput, memory, largest batch");
     auto* graph = cmd->add_option("--graph", o->graph, "Layer graph JSON (docs/graph-format.md)");
     cmd->add_option("--model", o->model, "A built-in model: " + zoo::joined_model_names())->excludes(graph);
-    cmd->add_option("--size", o->size, "Built-in model's image size or sequence length (default: resnet50 224, bert-base 128, gpt2-small 1024, bert-large-squad 384)");
+    cmd->add_option("--size", o->size, "Built-in model's image size or sequence length (default: resnet50 224, bert-base 128, gpt2-small 1024, bert-large-squad 384)")
+        ->check(positive_integer());
     cmd->add_option("--gpu", o->gpus,
                     "GPU keys, comma-separated (default: rtx-3090, rtx-a6000, a100-40gb-sxm, a100-80gb-sxm, h100-sxm, h200-sxm)");
     cmd->add_option("--precision", o->precision, "PyTorch precision mode: fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16, fp16-master (apex amp O2)")

@@ -8,6 +8,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -34,6 +37,38 @@ int run_parsed(const std::vector<Command>& commands, const std::string& calibrat
     return exit_ok;
 }
 
+/// A usage error for a first word that is no subcommand ("roofsim frobnicate"): it names the word
+/// and lists the subcommands. Returns false where the command line has no such word.
+bool report_unknown_subcommand(const CLI::App& app, const std::vector<Command>& commands) {
+    for (const auto& c : commands) {
+        if (c.app->parsed()) return false;
+    }
+    for (const std::string& arg : app.remaining()) {
+        if (arg.empty() || arg.front() == '-') continue;
+        std::string names;
+        for (const auto& c : commands) {
+            if (!names.empty()) names += ", ";
+            names += c.app->get_name();
+        }
+        std::cerr << "roofsim: '" << arg << "' is not a subcommand; the subcommands are: " << names
+                  << "\nRun with --help for more information.\n";
+        return true;
+    }
+    return false;
+}
+
+/// Flushes standard output: a failed write (a full disk) makes a successful run exit 1, with a message.
+int flushed(int code) {
+    errno = 0;
+    std::cout.flush();
+    if (std::cout && std::fflush(stdout) == 0 && !std::ferror(stdout)) return code;
+    const int error = errno;
+    std::cerr << "roofsim: error: cannot write standard output";
+    if (error != 0) std::cerr << ": " << std::strerror(error);
+    std::cerr << '\n';
+    return code == exit_ok ? exit_error : code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -50,12 +85,12 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
-        return app.exit(e);
+        return flushed(app.exit(e));
     } catch (const CLI::CallForAllHelp& e) {
-        return app.exit(e);
+        return flushed(app.exit(e));
     } catch (const CLI::ParseError& e) {
-        app.exit(e);
-        return exit_usage;
+        if (!report_unknown_subcommand(app, commands)) app.exit(e);
+        return flushed(exit_usage);
     }
-    return run_parsed(commands, calibration_path);
+    return flushed(run_parsed(commands, calibration_path));
 }

@@ -200,6 +200,7 @@ ModelInput load_model_file(const std::string& path) {
 }
 
 ModelInput load_input(const PredictOptions& o) {
+    if (o.model.empty() && o.size > 0) throw UsageError(size_needs_model);
     if (!o.model.empty()) {
         auto g = zoo::model(o.model, o.size);
         if (!g) throw UsageError("unknown model '" + o.model + "'; built in: " + zoo::joined_model_names());
@@ -231,7 +232,6 @@ void check_ir_options(const PredictOptions& o, const KernelIr& ir, OptimizerKind
         throw UsageError("--num-gpus: a kernel IR does not say which layer each parameter belongs to; predict data-parallel "
                          "training from a layer graph (--graph) or a built-in model (--model)");
     }
-    if (o.size > 0) throw UsageError("--size applies to built-in models only");
 }
 
 /// The lowering options the command line asks for (precision mode, batch, optimizer).
@@ -343,7 +343,8 @@ void add_source_options(CLI::App* cmd, PredictOptions& o) {
                                "its precision, batch and optimizer are the ones it was captured with")
                    ->excludes(graph);
     cmd->add_option("--model", o.model, "A built-in model: " + zoo::joined_model_names())->excludes(graph)->excludes(ir);
-    cmd->add_option("--size", o.size, "Built-in model's image size or sequence length (default: resnet50 224, bert-base 128, gpt2-small 1024, bert-large-squad 384)");
+    cmd->add_option("--size", o.size, "Built-in model's image size or sequence length (default: resnet50 224, bert-base 128, gpt2-small 1024, bert-large-squad 384)")
+        ->check(positive_integer());
 }
 
 void add_training_options(CLI::App* cmd, PredictOptions& o) {

@@ -1,12 +1,12 @@
 #pragma once
 /// Reading JSON text and files with errors that name where the text came from.
 
+#include <roofsim/report/atomic_write.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
-#include <random>
-#include <system_error>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -32,30 +32,10 @@ namespace roofsim::detail {
     return parse_json_text(text.str(), path.filename().string());
 }
 
-/// Writes text atomically: a temporary file in the same directory, flushed, then renamed over the
-/// destination (a reader sees the old file or the new one, never half of one; a failure leaves no file).
+/// Writes text atomically (write_file_atomically: a reader sees the old file or the new one, never
+/// half of one; a failure leaves the old file as it was).
 inline void write_text_atomically(const std::string& text, const std::filesystem::path& path) {
-    const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-    std::random_device rd;
-    const std::filesystem::path tmp = dir / ("." + path.filename().string() + ".tmp-" + std::to_string(rd()));
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw std::runtime_error(tmp.string() + ": cannot create temporary file");
-        out << text;
-        out.flush();
-        if (!out) {
-            std::error_code ec;
-            std::filesystem::remove(tmp, ec);
-            throw std::runtime_error(tmp.string() + ": write failed");
-        }
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::error_code ignore;
-        std::filesystem::remove(tmp, ignore);
-        throw std::runtime_error(path.string() + ": cannot replace file: " + ec.message());
-    }
+    write_file_atomically(path, text);
 }
 
 /// Writes a JSON document atomically, indented, with a final newline.

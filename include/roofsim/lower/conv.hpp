@@ -26,8 +26,18 @@ inline Value Lowerer::conv(const Layer& l, LayerSummary& s, std::size_t rank) {
     const std::int64_t groups = int_attr(l, "groups", groups_attr, 1);
     const bool bias = bool_attr(l, "bias", bias_attr, true);
     if (!bias) cost_markers_as(host_op_without_bias(l.op), true, true);
+    // PyTorch's checks (ConvNd's constructor, ConvParams::check_input_shape_forward), before any division
     if (x.shape[1] != c) throw layer_error(l, "in_channels: " + std::to_string(c) + " does not match the input");
-    if (groups <= 0 || c % groups != 0 || k % groups != 0) throw layer_error(l, "groups: must divide in_channels and out_channels");
+    if (k <= 0) throw layer_error(l, "out_channels: expected a positive integer, got " + std::to_string(k));
+    check_dims_at_least(l, "kernel_size", ks, 1);
+    check_dims_at_least(l, "stride", st, 1);
+    check_dims_at_least(l, "padding", pad, 0);
+    check_dims_at_least(l, "dilation", dil, 1);
+    if (groups <= 0) throw layer_error(l, "groups: expected a positive integer, got " + std::to_string(groups));
+    if (c % groups != 0 || k % groups != 0) {
+        throw layer_error(l, "groups: " + std::to_string(groups) + " does not divide in_channels " + std::to_string(c) +
+                                 " and out_channels " + std::to_string(k));
+    }
     ConvDims d;
     d.n = x.shape[0];
     d.c = c;

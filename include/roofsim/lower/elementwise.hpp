@@ -17,6 +17,12 @@ namespace roofsim::detail {
 // or output (relu, tanh, sigmoid) and writes dX.
 inline Value Lowerer::activation(const Layer& l, LayerSummary& s) {
     const Value& x = input(l, 0);
+    if (l.op == "gelu") {  // F.gelu's approximate: "none" (erf) or "tanh", the same kernel either way
+        const std::string approximate = attr_string(l, "approximate", "none");
+        if (approximate != "none" && approximate != "tanh") {
+            throw layer_error(l, "approximate: expected \"none\" or \"tanh\", got \"" + approximate + "\"");
+        }
+    }
     const double n = numel(x.shape);
     kernel(l, Phase::forward, joined_name("aten::", l.op), KernelKind::elementwise, x.dtype, n, n);
     // relu, tanh and sigmoid save their output; gelu and silu their input. inplace=True (torchvision's
@@ -158,8 +164,12 @@ inline Value Lowerer::gelu_tanh_composite(const Layer& l, LayerSummary& s) {
 // back (ToCopyBackward); nothing saved. A cast to the dtype x has is a no-op, as in PyTorch.
 inline Value Lowerer::cast_layer(const Layer& l, LayerSummary&) {
     const Value& x = input(l, 0);
-    const auto to = dtype_from_key(attr_string(l, "dtype", ""));
-    if (!to) throw layer_error(l, "dtype: expected float32, bfloat16, float16, ...");
+    // the floating dtypes the cost models price (an integer or float8 cast has no gradient to cast back)
+    const std::string key = attr_string(l, "dtype");
+    const auto to = dtype_from_key(key);
+    if (!to || !(*to == DType::f32 || *to == DType::bf16 || *to == DType::f16)) {
+        throw layer_error(l, "dtype: expected float32, bfloat16 or float16, got '" + key + "'");
+    }
     Value y = x;
     if (*to == x.dtype) return y;
     const double n = numel(x.shape);

@@ -520,6 +520,16 @@ private:
         return {dims.front(), dims.back()};
     }
 
+    /// Refuses a dims attribute with a value below `least` (1: positive, 0: non-negative), as PyTorch does.
+    static void check_dims_at_least(const Layer& l, std::string_view key, const std::array<std::int64_t, 2>& dims,
+                                    std::int64_t least) {
+        for (const std::int64_t d : dims) {
+            if (d >= least) continue;
+            throw layer_error(l, std::string(key) + (least > 0 ? ": expected positive integers, got " : ": expected non-negative integers, got ") +
+                                     std::to_string(d));
+        }
+    }
+
     ComputeUnit matmul_unit(DType d) const { return tensor_unit_for(d, rules_.matmul_unit); }
     ComputeUnit conv_unit(DType d) const { return tensor_unit_for(d, rules_.conv_unit); }
 

@@ -18,9 +18,18 @@ inline Value Lowerer::pool(const Layer& l, LayerSummary& s) {
     const Value& x = input(l, 0);
     if (x.shape.size() != 4) throw layer_error(l, "input: expected N x C x H x W");
     const auto ks = dims_attr(l, "kernel_size", 2), st = dims_attr(l, "stride", 2, ks[0]), pad = dims_attr(l, "padding", 2, 0);
+    // PyTorch's checks (pool2d_shape_check): positive kernel and stride, padding 0 to half the kernel
+    check_dims_at_least(l, "kernel_size", ks, 1);
+    check_dims_at_least(l, "stride", st, 1);
+    check_dims_at_least(l, "padding", pad, 0);
+    for (std::size_t i = 0; i < 2; ++i) {
+        if (2 * pad[i] > ks[i]) {
+            throw layer_error(l, "padding: expected at most half of kernel_size " + std::to_string(ks[i]) + ", got " +
+                                     std::to_string(pad[i]));
+        }
+    }
     Value y = x;
     for (int i = 0; i < 2; ++i) {
-        if (st[static_cast<std::size_t>(i)] <= 0) throw layer_error(l, "stride: must be positive");
         y.shape[static_cast<std::size_t>(2 + i)] =
             (x.shape[static_cast<std::size_t>(2 + i)] + 2 * pad[static_cast<std::size_t>(i)] - ks[static_cast<std::size_t>(i)]) /
                 st[static_cast<std::size_t>(i)] + 1;
@@ -43,6 +52,7 @@ inline Value Lowerer::adaptive_pool(const Layer& l, LayerSummary& s) {
     const Value& x = input(l, 0);
     if (x.shape.size() != 4) throw layer_error(l, "input: expected N x C x H x W");
     const auto out = dims_attr(l, "output_size", 2);
+    check_dims_at_least(l, "output_size", out, 1);
     Value y = x;
     y.shape[2] = out[0];
     y.shape[3] = out[1];

@@ -15,7 +15,13 @@ namespace roofsim::detail {
 // softmax / log_softmax along a dimension: one pass each way; backward reads Y and dY.
 inline Value Lowerer::softmax(const Layer& l, LayerSummary& s) {
     const Value& x = input(l, 0);
-    (void)int_attr(l, "dim", -1);
+    // PyTorch's maybe_wrap_dim: dim in [-rank, rank) (a 0-dimensional tensor counts as 1-dimensional)
+    const auto rank = static_cast<std::int64_t>(std::max<std::size_t>(x.shape.size(), 1));
+    const std::int64_t dim = int_attr(l, "dim", -1);
+    if (dim < -rank || dim >= rank) {
+        throw layer_error(l, "dim: expected " + std::to_string(-rank) + " to " + std::to_string(rank - 1) + " for a " +
+                                 std::to_string(rank) + "-dimensional input, got " + std::to_string(dim));
+    }
     const DType dt = compute_dtype(l, x);
     const double n = numel(x.shape);
     kernel(l, Phase::forward, joined_name("aten::_", l.op), KernelKind::softmax, dt, n, n);
