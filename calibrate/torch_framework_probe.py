@@ -44,6 +44,15 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       kinds of layers than in a chain of its own kind (docs/validation.md, "What the diagnostics
       found"). roofsim does not read these: one factor from them for every layer of a model
       over-corrected ResNet-50 and GPT-2 small (docs/validation.md).
+  layer_inference_<op>[_autocast] (and layer_inference_unit_<name>_autocast)
+      The layer_forward_* figure of each of those cases (the same ops, chains of 1, 4 and 16 or one
+      layer, suffixes, units and attention keys, sdpa_<backend> by the backend that ran) with the
+      layer in inference: its modules in eval() (dropout an identity call, batch norm on its running
+      statistics, nn.MultiheadAttention's fast path where it takes it), the timed forward under
+      torch.inference_mode(), inputs without requires_grad; the same record (forward_ops counted in
+      inference). Dropout and cross_entropy are measured as they run there. --add-inference-figures
+      FILE measures only these, for the layer_forward_* figures FILE has, and adds them to it
+      (recorded under figures_added).
   layer_steady_<op>[_autocast]
       Host cost of one tiny layer's forward + backward as a layer timed on its own runs: grads
       set to None, forward, backward(grad), 50 times back to back with no synchronize between,
@@ -1152,6 +1161,151 @@ def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int,
              **extra, **extra_backward)
 
 
+# ----------------------------------------------------------------------------- (b2') layers in inference
+
+INFERENCE_METHOD = ("in inference (modules in eval(), the forward under torch.inference_mode(), inputs without "
+                    "requires_grad)")
+SDPA_BACKENDS = tuple(dict.fromkeys([backend for _, backend in ATTENTION_BACKEND_OPS] + ["math"]))
+
+
+def inference_context(dev, use_autocast: bool):
+    """A context factory for untimed calls: torch.inference_mode(), with torch.autocast(bfloat16) inside
+    it where use_autocast (the timed bodies enter the two contexts themselves, as a script does)."""
+    @contextlib.contextmanager
+    def ctx():
+        with torch.inference_mode():
+            with (autocast_bf16(dev) if use_autocast else contextlib.nullcontext()):
+                yield
+    return ctx
+
+
+def inference_forward_op_counts(layers, x, ctx, lengths=(1, 4)) -> dict | None:
+    """The aten ops one more layer of an inference chain dispatches (chain_op_counts' forward_ops, for
+    the chain's own eval() layers inside ctx()); None where this torch has no TorchDispatchMode."""
+    if TorchDispatchMode is None:
+        return None
+    counts = []
+    for k in lengths:
+        recorder = OpRecorder()
+        with recorder, ctx():
+            y = x
+            for layer in layers[:k]:
+                y = layer(y)
+        counts.append(recorder.counts)
+    a, b = counts
+    span = lengths[1] - lengths[0]
+    return {op: (b.get(op, 0) - a.get(op, 0)) / span for op in sorted(set(a) | set(b)) if b.get(op, 0) != a.get(op, 0)}
+
+
+def chain_inference_probe(p: Probe, op: str, case, use_autocast: bool, samples: int, timed, **meta) -> None:
+    """chain_layer_probe's forward figure in inference: the chain's modules in eval(), its input without
+    requires_grad, each timed forward inside torch.inference_mode() (and autocast); per-layer slope of
+    the median forward time over chains of 1, 4 and 16 layers."""
+    dev = p.device
+    suffix = "_autocast" if use_autocast else ""
+    make_layer, make_input = case
+    lengths = [1, 4, 16]
+    try:
+        layers = [make_layer() for _ in range(max(lengths))]
+        for layer in layers:
+            if isinstance(layer, torch.nn.Module):
+                layer.eval()
+        x = make_input().detach()
+        ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+        op, backend = attention_figure_op(op, layers[0], x, inference_context(dev, use_autocast))
+        extra = dict(meta, **backend)
+        fwd_medians = []
+        for k in lengths:
+            def forward(k=k):
+                with torch.inference_mode():
+                    with ctx():
+                        y = x
+                        for layer in layers[:k]:
+                            y = layer(y)
+                return y
+
+            for _ in range(3):
+                timed(forward)
+            fwd_medians.append(statistics.median([timed(forward) for _ in range(samples)]))
+    except Exception as exc:
+        p.skip(f"layer_inference_{op}{suffix}", first_line(exc))
+        return
+    try:  # the ops the figure covers
+        ops = inference_forward_op_counts(layers, x, inference_context(dev, use_autocast))
+    except Exception as exc:
+        ops, extra["op_counts_skipped"] = None, first_line(exc)
+    extra_forward = {"forward_ops": ops} if ops is not None else {}
+    where = "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
+    forward_s = max(0.0, least_squares_line(lengths, fwd_medians)[0])
+    p.record(f"layer_inference_{op}{suffix}", [forward_s],
+             f"per-layer slope of median forward time over chains of {lengths} tiny {op} layers {INFERENCE_METHOD}, "
+             f"CUDA events, {where}", chain_lengths=lengths, chain_forward_seconds=fwd_medians, **extra, **extra_forward)
+
+
+def single_inference_probe(p: Probe, op: str, build, make_inputs, use_autocast: bool, samples: int, timed) -> None:
+    """layer_probes' one-layer forward figure in inference: the module in eval(), inputs without
+    requires_grad, each timed call inside torch.inference_mode() (and autocast); median forward time
+    (no grads to reset: an inference loop has none)."""
+    dev = p.device
+    suffix = "_autocast" if use_autocast else ""
+    key = f"layer_inference_{op}{suffix}"
+    try:
+        fn = build()
+        if isinstance(fn, torch.nn.Module):
+            fn.eval()
+        inputs = [t.detach() for t in make_inputs()]
+        ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+
+        def forward():
+            with torch.inference_mode():
+                with ctx():
+                    return fn(*inputs)
+
+        forward()
+        for _ in range(max(3, samples // 5)):
+            timed(forward)
+        fwd = [timed(forward) for _ in range(samples)]
+    except Exception as exc:
+        p.skip(key, first_line(exc))
+        return
+    where = "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
+    p.record(key, fwd, f"one tiny {op} layer forward {INFERENCE_METHOD}, CUDA events, {where}")
+
+
+def forward_figure_present(figures: dict, op: str, suffix: str) -> bool:
+    """Whether a profile's figures hold the layer_forward_* figure of layer case `op` (an attention case
+    keyed by its backend: any backend's)."""
+    if backend_keyed(op):
+        return any(f"layer_forward_sdpa_{backend}{suffix}" in figures for backend in SDPA_BACKENDS)
+    return f"layer_forward_{op}{suffix}" in figures
+
+
+def inference_layer_probes(p: Probe, samples: int, wanted=None) -> None:
+    """layer_inference_<op>[_autocast]: the layer_forward_* figures of layer_probes (its single layers,
+    chains, mixed units and view chains, in its order) with the layers in inference. wanted(op, suffix):
+    which cases to measure (default all)."""
+    dev = p.device
+    timed = event_timer(p)
+    wanted = wanted or (lambda op, suffix: True)
+    chain_ops = chain_cases(dev)
+    layers = layer_cases(dev)
+    for op, (build, make_inputs) in layers.items():
+        for use_autocast in (False, True):
+            if not wanted(op, "_autocast" if use_autocast else ""):
+                continue
+            if op in chain_ops:
+                chain_inference_probe(p, op, chain_ops[op], use_autocast, samples, timed)
+            else:
+                single_inference_probe(p, op, build, make_inputs, use_autocast, samples, timed)
+    for op, (make_unit, make_input, unit_ops) in mixed_unit_cases(dev).items():
+        if wanted(op, "_autocast"):
+            chain_inference_probe(p, op, (make_unit, make_input), True, samples, timed, unit_ops=list(unit_ops))
+    for op in [op for op in chain_ops if op not in layers]:
+        for use_autocast in (False, True):
+            if wanted(op, "_autocast" if use_autocast else ""):
+                chain_inference_probe(p, op, chain_ops[op], use_autocast, samples, timed)
+
+
 # ----------------------------------------------------------------------------- (b3) op GPU time
 
 def op_timing_cases():
@@ -1803,23 +1957,62 @@ def describe_device(device: torch.device, key_override: str | None) -> dict:
             "memory_bytes": None, "compute_capability": None, **host}
 
 
-def add_op_timings(args, argv, device, info, now, smoke, repeats, warmup) -> int:
-    """--add-op-timings FILE: the op timings FILE lacks, timed and appended, with a record of the addition."""
+def host_speed_of(probes: list) -> dict | None:
+    """The host's speed over the probes' passes (their canaries), as a profile's "host_speed" holds it;
+    None where no canary was taken."""
+    canaries = sorted(c for q in probes for c in q.canaries)
+    host_speed = None
+    if canaries:
+        host_speed = {
+            "reference_seconds_per_op": statistics.median(canaries),
+            "canary": f"{CANARY_OPS} x torch.add of two 1-element tensors between two synchronizes, wall / "
+                      f"{CANARY_OPS}; before each timed repetition (at most one per "
+                      f"{probes[0].canary_spacing_s * 1e3:g} ms) and after each measurement",
+            "canaries": len(canaries),
+            "canary_p10_seconds": canaries[len(canaries) // 10],
+            "canary_p90_seconds": canaries[(9 * len(canaries)) // 10],
+            "use": "the figures are as measured; roofsim reads each at this host speed: the median over "
+                   "passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds",
+        }
+        backward_canaries = sorted(c for q in probes for c in q.backward_canaries)
+        if backward_canaries:
+            host_speed.update({
+                "backward_reference_seconds_per_node": statistics.median(backward_canaries),
+                "backward_canary": f"after each canary, the backward() of a chain of {BACKWARD_CANARY_NODES} "
+                                   "multiplications of a 1-element tensor, from a synchronize to its return, per "
+                                   "node: the speed of autograd's device thread (roofsim reads the layer_backward_* figures on it)",
+                "backward_canary_p10_seconds": backward_canaries[len(backward_canaries) // 10],
+                "backward_canary_p90_seconds": backward_canaries[(9 * len(backward_canaries)) // 10],
+            })
+    return host_speed
+
+
+def profile_to_extend(option: str, path: str, info: dict) -> dict | None:
+    """The framework profile at path, to add figures to: None (the reason printed) where it cannot be
+    read, is no roofsim-framework-profile or was measured on another GPU or torch than this run's."""
     try:
-        with open(args.add_op_timings) as f:
+        with open(path) as f:
             doc = json.load(f)
     except (OSError, ValueError) as exc:
-        print(f"error: --add-op-timings {args.add_op_timings}: {exc}", file=sys.stderr)
-        return 2
-    if doc.get("kind") != "roofsim-framework-profile":
-        print(f"error: --add-op-timings {args.add_op_timings}: not a roofsim-framework-profile", file=sys.stderr)
-        return 2
+        print(f"error: {option} {path}: {exc}", file=sys.stderr)
+        return None
+    if not isinstance(doc, dict) or doc.get("kind") != "roofsim-framework-profile" or not isinstance(doc.get("figures"), dict):
+        print(f"error: {option} {path}: not a roofsim-framework-profile", file=sys.stderr)
+        return None
     mismatch = [f"{what} {theirs!r}, here {ours!r}" for what, theirs, ours in (
-        ("GPU", doc.get("device", {}).get("name"), info["name"]),
-        ("torch", doc.get("software", {}).get("torch"), torch.__version__)) if theirs != ours]
+        ("GPU", (doc.get("device") or {}).get("name"), info["name"]),
+        ("torch", (doc.get("software") or {}).get("torch"), torch.__version__)) if theirs != ours]
     if mismatch:
-        print(f"error: --add-op-timings {args.add_op_timings} was measured with another " + "; ".join(mismatch),
+        print(f"error: {option} {path} was measured with another " + "; ".join(mismatch),
               file=sys.stderr)
+        return None
+    return doc
+
+
+def add_op_timings(args, argv, device, info, now, smoke, repeats, warmup) -> int:
+    """--add-op-timings FILE: the op timings FILE lacks, timed and appended, with a record of the addition."""
+    doc = profile_to_extend("--add-op-timings", args.add_op_timings, info)
+    if doc is None:
         return 2
     have = {op_timing_key(e["op"], e["params"], e["precision"], [i["shape"] for i in e["inputs"]])
             for e in doc.get("op_timings", [])}
@@ -1839,6 +2032,67 @@ def add_op_timings(args, argv, device, info, now, smoke, repeats, warmup) -> int
     out = args.out or args.add_op_timings
     write_json_atomic(out, doc)
     print(f"added {len(added)} op timings ({len(skipped)} skipped) -> {out}", flush=True)
+    return 0
+
+
+def add_inference_figures(args, argv, device, info, now, smoke, repeats, warmup) -> int:
+    """--add-inference-figures FILE: the layer_inference_* figure of every layer case whose layer_forward_*
+    figure FILE has (inference_layer_probes, in the profile's passes and samples), added to FILE with a
+    record of the addition (figures_added)."""
+    path = args.add_inference_figures
+    doc = profile_to_extend("--add-inference-figures", path, info)
+    if doc is None:
+        return 2
+    figures = doc["figures"]
+    have = [k for k in figures if k.startswith("layer_inference_")]
+    if have and not args.force:
+        print(f"error: --add-inference-figures {path} already has {len(have)} layer_inference_* figures "
+              "(--force measures them again, replacing them)", file=sys.stderr)
+        return 2
+    if not any(k.startswith("layer_forward_") for k in figures):
+        print(f"error: --add-inference-figures {path} has no layer_forward_* figures to measure in inference",
+              file=sys.stderr)
+        return 2
+    settings = doc.get("settings") or {}
+    samples = 5 if smoke else settings.get("layer_samples", 41)
+    passes = args.passes or (1 if smoke else settings.get("passes", 3))
+
+    def wanted(op, suffix):
+        return forward_figure_present(figures, op, suffix)
+
+    print(f"torch framework probe: layer inference figures, {info['name']}, torch {torch.__version__}, "
+          f"{passes} passes of {samples} samples -> {args.out or path}", file=sys.stderr, flush=True)
+    torch.manual_seed(0)
+    t0 = time.perf_counter()
+    probes = []
+    for index in range(passes):
+        p = Probe(device, repeats, warmup)
+        probes.append(p)
+        print(f"[{time.perf_counter() - t0:6.1f} s] pass {index + 1}/{passes}: layers in inference",
+              file=sys.stderr, flush=True)
+        inference_layer_probes(p, samples, wanted)
+    added = merge_passes([q.figures for q in probes])
+    if not added:
+        print(f"error: no layer_inference_* figure could be measured ({len(probes[0].skipped)} skipped); "
+              f"{path} is unchanged", file=sys.stderr)
+        return 1
+    for key in have:  # --force: the figures of this run replace the old ones
+        del figures[key]
+    figures.update(added)
+    skipped = [s for s in probes[0].skipped if s["key"] not in added]
+    doc["skipped"] = [s for s in doc.get("skipped", []) if not str(s.get("key", "")).startswith("layer_inference_")] + skipped
+    doc.setdefault("figures_added", []).append({
+        "date_utc": now.isoformat(timespec="seconds"),
+        "command": " ".join(shlex.quote(a) for a in [sys.executable] + (argv or sys.argv)),
+        "keys": list(added), "skipped": [s["key"] for s in skipped],
+        "passes": passes, "layer_samples": samples,
+        "host_speed": host_speed_of(probes),
+        "note": "measured by this probe as a full run measures them, on the same GPU model and torch; "
+                "the rest of the profile is unchanged" + (f" (replacing {len(have)} layer_inference_* figures)" if have else "")})
+    out = args.out or path
+    write_json_atomic(out, doc)
+    print(f"[{time.perf_counter() - t0:6.1f} s] added {len(added)} layer_inference_* figures "
+          f"({len(skipped)} skipped) -> {out}", file=sys.stderr, flush=True)
     return 0
 
 
@@ -1865,10 +2119,20 @@ def main(argv=None) -> int:
     ap.add_argument("--add-op-timings", metavar="FILE",
                     help="time only the op timings that FILE (a framework profile of this GPU and torch) "
                          "lacks, and add them to it (to --out instead, if given); its other figures stay")
+    ap.add_argument("--add-inference-figures", metavar="FILE",
+                    help="measure only the layer_inference_* figures (each layer_forward_* figure FILE has, the "
+                         "layers in eval() under torch.inference_mode()) and add them to FILE (a framework "
+                         "profile of this GPU and torch; to --out instead, if given), recorded under figures_added")
+    ap.add_argument("--force", action="store_true",
+                    help="with --add-inference-figures: measure again the layer_inference_* figures FILE has")
     ap.add_argument("--layer-ops", metavar="FILE",
                     help="only record the aten ops each chain figure's layer dispatches (forward_ops, "
                          "backward_ops: no timing, seconds) and write them to FILE")
     args = ap.parse_args(argv)
+    if args.add_op_timings and args.add_inference_figures:
+        ap.error("--add-op-timings and --add-inference-figures go in separate runs")
+    if args.force and not args.add_inference_figures:
+        ap.error("--force goes with --add-inference-figures")
     smoke = args.smoke
     repeats = args.repeats or (3 if smoke else 11)
     warmup = args.warmup if args.warmup is not None else (1 if smoke else 2)
@@ -1897,6 +2161,8 @@ def main(argv=None) -> int:
         return 0
     if args.add_op_timings:
         return add_op_timings(args, argv, device, info, now, smoke, repeats, warmup)
+    if args.add_inference_figures:
+        return add_inference_figures(args, argv, device, info, now, smoke, repeats, warmup)
     out = args.out or os.path.join(REPO_ROOT, "data", "calibrations",
                                    f"{info['key']}-torch-framework-{now:%Y-%m-%d}.json")
     print(f"torch framework probe: {info['name']}, torch {torch.__version__} -> {out}", flush=True)
@@ -1919,6 +2185,7 @@ def main(argv=None) -> int:
         ("eager ops", lambda: eager_op_probes(p, n_ops)),
         ("backward", lambda: backward_probes(p, *settings["backward_chain_lengths"])),
         ("layers", lambda: layer_probes(p, settings["layer_samples"])),
+        ("layers in inference", lambda: inference_layer_probes(p, settings["layer_samples"])),
         ("backward call split", lambda: backward_split_probes(p, settings["split_samples"])),
         ("backward walk", lambda: backward_walk_probes(p, settings["split_samples"])),
         ("layers in steady state", lambda: steady_layer_probes(p, settings["steady_batches"],
@@ -1971,30 +2238,7 @@ def main(argv=None) -> int:
     figures.update(gpu_paced.figures)
     # The host's speed over the run: the figures stay as measured, with their canaries; roofsim puts
     # each on the run's median canary when it reads the profile (framework.hpp, at_host_speed).
-    canaries = sorted(c for q in probes for c in q.canaries)
-    host_speed = None
-    if canaries:
-        host_speed = {
-            "reference_seconds_per_op": statistics.median(canaries),
-            "canary": f"{CANARY_OPS} x torch.add of two 1-element tensors between two synchronizes, wall / "
-                      f"{CANARY_OPS}; before each timed repetition (at most one per "
-                      f"{probes[0].canary_spacing_s * 1e3:g} ms) and after each measurement",
-            "canaries": len(canaries),
-            "canary_p10_seconds": canaries[len(canaries) // 10],
-            "canary_p90_seconds": canaries[(9 * len(canaries)) // 10],
-            "use": "the figures are as measured; roofsim reads each at this host speed: the median over "
-                   "passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds",
-        }
-        backward_canaries = sorted(c for q in probes for c in q.backward_canaries)
-        if backward_canaries:
-            host_speed.update({
-                "backward_reference_seconds_per_node": statistics.median(backward_canaries),
-                "backward_canary": f"after each canary, the backward() of a chain of {BACKWARD_CANARY_NODES} "
-                                   "multiplications of a 1-element tensor, from a synchronize to its return, per "
-                                   "node: the speed of autograd's device thread (roofsim reads the layer_backward_* figures on it)",
-                "backward_canary_p10_seconds": backward_canaries[len(backward_canaries) // 10],
-                "backward_canary_p90_seconds": backward_canaries[(9 * len(backward_canaries)) // 10],
-            })
+    host_speed = host_speed_of(probes)
     skipped = [s for s in probes[0].skipped + gpu_paced.skipped if s["key"] not in figures]
 
     cudnn = None

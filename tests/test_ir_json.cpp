@@ -49,6 +49,7 @@ TEST_CASE("a lowered step survives the IR's JSON form kernel for kernel", "[ir][
         CHECK(back.list.kernels[i].backward_pass == step.kernels.kernels[i].backward_pass);
     }
     CHECK(back.batch == 4);
+    CHECK(back.list.mode == StepMode::training);
     CHECK(back.optimizer.kind == OptimizerKind::adamw);
     CHECK(back.optimizer.weight_decay == options.optimizer.weight_decay);
     // Without weight decay, said in the file; and an IR that does not say is read as with it.
@@ -155,6 +156,22 @@ TEST_CASE("a bad IR is refused as a whole, naming the field", "[ir][json][errors
     SECTION("no kernels") {
         doc["kernels"] = nlohmann::json::array();
         CHECK(error_of(doc) == "ir.json: /kernels: no kernels");
+    }
+    SECTION("mode") {
+        doc["mode"] = "eval";
+        CHECK(error_of(doc) == "ir.json: /mode: expected training or inference");
+        doc["mode"] = "inference";
+        doc["optimizer"] = {{"kind", "none"}};
+        doc["kernels"][1]["phase"] = "backward";
+        CHECK(error_of(doc) == "ir.json: /kernels/1/phase: an inference IR (mode \"inference\") holds forward kernels only");
+        for (auto& k : doc["kernels"]) k["phase"] = "forward";
+        doc["optimizer"] = {{"kind", "sgd"}};
+        CHECK(error_of(doc) == "ir.json: /optimizer/kind: an inference IR (mode \"inference\") has no optimizer: expected none");
+        doc["optimizer"] = {{"kind", "none"}};
+        CHECK(error_of(doc).empty());
+        CHECK(kernel_ir_from_json(doc, "ir.json").list.mode == StepMode::inference);
+        doc.erase("mode");  // an IR that does not say is of training
+        CHECK(kernel_ir_from_json(doc, "ir.json").list.mode == StepMode::training);
     }
     SECTION("kind") {
         doc["kernels"][1]["kind"] = "gem";

@@ -698,3 +698,74 @@ TEST_CASE("fp16-master: a float16 model, float32 masters unscaled into, stepped 
     CHECK(pure.master_weights.value() == 0);
     CHECK(pure.optimizer_state.value() == 4 * p);
 }
+
+TEST_CASE("an inference forward runs no loss, backward or optimizer, saves nothing, and batchnorm and dropout as in eval",
+          "[lower][inference]") {
+    GraphBuilder b("cnn");
+    auto x = b.input("x", {GraphBuilder::batch, 4, 8, 8});
+    auto y = b.input("y", {GraphBuilder::batch}, DType::i64);
+    auto h = b.layer("conv", "conv2d", {x}, {{"in_channels", std::int64_t(4)}, {"out_channels", std::int64_t(8)},
+                                             {"kernel_size", std::int64_t(3)}, {"padding", std::int64_t(1)}});
+    h = b.layer("bn", "batchnorm2d", {h}, {{"num_features", std::int64_t(8)}});
+    h = b.layer("drop", "dropout", {h}, {{"p", 0.5}});
+    h = b.layer("flat", "flatten", {h});
+    h = b.layer("fc", "linear", {h}, {{"in_features", std::int64_t(8 * 8 * 8)}, {"out_features", std::int64_t(10)}});
+    b.layer("loss", "cross_entropy", {h, y});
+    b.layer("after_loss", "scale", {"loss"}, {{"factor", 0.5}});  // reads the loss: not run either
+    const Graph g = std::move(b).build();
+    LoweringOptions o;
+    o.batch = 2;
+    o.mode = StepMode::inference;
+    o.optimizer.kind = OptimizerKind::adamw;  // not read in inference
+    const LoweredStep s = lower(g, o);
+    CHECK(s.kernels.mode == StepMode::inference);
+    for (const Kernel& k : s.kernels.kernels) {
+        CHECK(k.phase == Phase::forward);
+        CHECK(k.op != "aten::native_dropout");
+        CHECK(k.layer != "loss");
+        CHECK(k.layer != "after_loss");
+    }
+    const auto norms = of_kind(s, KernelKind::normalization, Phase::forward);
+    REQUIRE(norms.size() == 1);
+    // eval: one pass over the 2 x 8 x 8 x 8 float32 activations (training's statistics pass is gone)
+    CHECK(norms[0]->bytes_read.value() == 2 * 8 * 8 * 8 * 4);
+    CHECK(norms[0]->bytes_written.value() == 2 * 8 * 8 * 8 * 4);
+    for (const auto& l : s.layers) CHECK(l.saved.empty());
+    // parameters are the model's all the same: conv 8x4x3x3 + 8, bn 2x8, fc 512x10 + 10
+    CHECK(s.parameter_count() == 8 * 4 * 9 + 8 + 16 + 512 * 10 + 10);
+    o.mode = StepMode::training;
+    const LoweredStep t = lower(g, o);
+    CHECK(t.kernels.mode == StepMode::training);
+    CHECK_FALSE(of_kind(t, KernelKind::normalization, Phase::backward).empty());
+    CHECK(t.live_peak.value() == 0);
+}
+
+TEST_CASE("an inference forward's activations: the layer outputs alive at once, a view sharing its input's tensor",
+          "[lower][inference][memory]") {
+    // x [1, 8] -> l1 linear 16 -> l2 relu -> l3 linear 16 -> l4 add(l1, l3) -> l5 reshape (a view).
+    // float32 outputs of 16 elements: 64 bytes each. Alive: at l1 {l1}; at l2 {l1, l2}; at l3
+    // {l1, l2, l3} (l2's last reader); at l4 {l1, l3, l4}; at l5 {l4 through its view}: 192 bytes at most.
+    GraphBuilder b("residual");
+    auto x = b.input("x", {GraphBuilder::batch, 8});
+    auto l1 = b.layer("l1", "linear", {x}, {{"in_features", std::int64_t(8)}, {"out_features", std::int64_t(16)}});
+    auto l2 = b.layer("l2", "relu", {l1});
+    auto l3 = b.layer("l3", "linear", {l2}, {{"in_features", std::int64_t(16)}, {"out_features", std::int64_t(16)}});
+    auto l4 = b.layer("l4", "add", {l1, l3});
+    b.layer("l5", "reshape", {l4}, {{"shape", std::vector<std::int64_t>{-1}}});
+    const Graph g = std::move(b).build();
+    LoweringOptions o;
+    o.mode = StepMode::inference;
+    const LoweredStep s = lower(g, o);
+    CHECK(s.live_peak.value() == 192);
+    const MemoryEstimate m = estimate_memory(s, o);
+    const double parameters = (8 * 16 + 16 + 16 * 16 + 16) * 4.0;
+    CHECK(m.parameters.value() == parameters);
+    CHECK(m.gradients.value() == 0);
+    CHECK(m.optimizer_state.value() == 0);
+    CHECK(m.activations.value() == 192);
+    CHECK(m.peak.value() == parameters + 8 * 4 + 192);  // parameters, the input, the outputs alive
+    // under autocast the weights' bfloat16 copies stay in autocast's cache through the forward
+    o.precision = PrecisionMode::amp_bf16;
+    const MemoryEstimate amp = estimate_memory(lower(g, o), o);
+    CHECK(amp.autocast_copies.value() == parameters / 2);
+}

@@ -114,3 +114,39 @@ TEST_CASE("compare: a row per GPU, speedup over the first, each at its own large
     const CostContext h200 = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
     CHECK(compare(g, {{&h200}}, o, false).front().profile == "measured");
 }
+
+TEST_CASE("the ring rule's link: NVLink among 8 SXM GPUs or a bridged pair of cards, PCIe beyond") {
+    // one direction: half the datasheets' bidirectional 600 (A100 SXM4 NVLink), 112.5 (GA102 bridge), 64 GB/s (PCIe 4)
+    const CostContext sxm = make_cost_context(gpu_or_throw("a100-80gb-sxm"));
+    const CostContext rtx = make_cost_context(gpu_or_throw("rtx-3090"));
+    const double gb = 1e9;
+    // 2 (n - 1) / n of 1 GB over the link
+    CHECK(all_reduce_time(gb, 8, sxm.collectives).value() == Approx(2.0 * 7 / 8 * gb / 300e9));
+    CHECK(all_reduce_time(gb, 2, rtx.collectives).value() == Approx(2.0 * 1 / 2 * gb / 56.25e9));
+    CHECK(all_reduce_time(gb, 4, rtx.collectives).value() == Approx(2.0 * 3 / 4 * gb / 32e9));
+    CHECK_THAT(all_reduce_source(2, rtx.collectives), Catch::Matchers::Contains("NVLink"));
+    CHECK_THAT(all_reduce_source(4, rtx.collectives), Catch::Matchers::Contains("PCIe (beyond the 2 GPUs NVLink joins)"));
+    CHECK_THAT(all_reduce_source(8, sxm.collectives), Catch::Matchers::Contains("NVLink"));
+}
+
+TEST_CASE("scale: data-parallel speedup over one GPU at the same batch per GPU, never above the GPU count") {
+    const Graph g = *zoo::model("resnet50", 224);
+    const CostContext rtx = make_cost_context(gpu_or_throw("rtx-3090"));
+    auto o = training(16, PrecisionMode::amp_bf16, OptimizerKind::sgd);
+    const auto points = scale(g, rtx, o, {2, 4, 8});
+    REQUIRE(points.size() == 3);
+    const double one = 16 / predict(g, rtx, o).step_time.value();
+    for (const auto& p : points) {
+        INFO(p.gpus << " GPUs");
+        CHECK(p.prediction.gpus == p.gpus);
+        CHECK(p.prediction.batch == 16);
+        CHECK(p.speedup == Approx(16.0 * p.gpus / p.prediction.step_time.value() / one));
+        CHECK(p.speedup <= p.gpus);
+        CHECK(p.speedup > 1.0);
+        CHECK(p.efficiency == Approx(p.speedup / p.gpus));
+    }
+    // beyond the bridged pair the ring runs over PCIe: 4 cards all-reduce for longer than 2
+    CHECK(points[1].prediction.communication_time > 2 * points[0].prediction.communication_time);
+    CHECK(points[1].efficiency <= points[0].efficiency);
+    CHECK_THROWS_AS(scale(g, rtx, o, {0}), std::invalid_argument);
+}

@@ -1134,7 +1134,7 @@ TEST_CASE("optimizer.zero_grad() is charged on the host before a step's first ke
     CHECK(cold.host_time.value() == Catch::Approx(with.host_time.value() + (900e-6 + tensors * 9e-6) - (100e-6 + tensors * 2e-6)));
     CHECK(to_json(with).at("zero_grad_seconds").get<double>() == Catch::Approx(zero_grad));
     CHECK(to_json(with).at("kind") == "roofsim-prediction");
-    CHECK(to_json(with).at("schema_version") == 1);
+    CHECK(to_json(with).at("schema_version") == 2);
 
     // no optimizer: no zero_grad()
     o.lowering.optimizer.kind = OptimizerKind::none;
@@ -1683,4 +1683,73 @@ TEST_CASE("a memory-bound kernel pays the kernel model's fixed time once, and it
     g.dims = GemmDims{4096, 4096, 4096, 1, GemmLayout::nn};
     g.flops = gemm_flops(std::get<GemmDims>(g.dims));
     CHECK(detail::kernel_cost(g, ctx, 1.0, nullptr).time.value() == Catch::Approx(detail::kernel_cost(g, none, 1.0, nullptr).time.value()));
+}
+
+TEST_CASE("an inference forward's host costs: each layer's layer_inference_ figure, else its training forward's, said so",
+          "[predict][sim][inference]") {
+    FrameworkProfile f;
+    f.gpu_key = "h200-sxm";
+    const auto figure = [&f](const std::string& key, double seconds) {
+        f.figures[key] = FrameworkFigure{seconds, seconds, seconds, 1, "test", std::nullopt};
+    };
+    figure("layer_forward_linear", 30e-6);
+    figure("layer_inference_linear", 20e-6);
+    figure("layer_forward_relu", 15e-6);
+    figure("layer_forward_add", 12e-6);
+    figure("layer_inference_add", 8e-6);
+    test::add_missing_step_figures(f);
+    const std::vector<std::string_view> ops = {"linear", "relu"};
+    for (const bool scan : {false, true}) {
+        INFO((scan ? "every op of the profile" : "the graph's ops"));
+        const HostCosts h = scan ? host_costs_from_framework(f, PrecisionMode::fp32, OptimizerOptions{}, 0, StepMode::inference)
+                                 : detail::host_costs_from_framework(f, PrecisionMode::fp32, OptimizerOptions{}, 0, &ops, false,
+                                                                     StepMode::inference);
+        CHECK(h.forward.at("linear").value() == Catch::Approx(20e-6));
+        CHECK(h.forward.at("relu").value() == Catch::Approx(15e-6));  // no inference figure: training's
+        CHECK(h.default_forward.value() == Catch::Approx(8e-6));
+        CHECK_THAT(h.source, Catch::Matchers::Contains("takes its training forward's"));
+        const HostCosts t = scan ? host_costs_from_framework(f, PrecisionMode::fp32, OptimizerOptions{}, 0)
+                                 : detail::host_costs_from_framework(f, PrecisionMode::fp32, OptimizerOptions{}, 0, &ops);
+        CHECK(t.forward.at("linear").value() == Catch::Approx(30e-6));
+        CHECK(t.default_forward.value() == Catch::Approx(12e-6));
+        CHECK_THAT(t.source, !Catch::Matchers::Contains("inference"));
+    }
+    figure("layer_inference_relu", 10e-6);  // now every forward figure has its inference one
+    const HostCosts all = host_costs_from_framework(f, PrecisionMode::fp32, OptimizerOptions{}, 0, StepMode::inference);
+    CHECK(all.forward.at("relu").value() == Catch::Approx(10e-6));
+    CHECK_THAT(all.source, !Catch::Matchers::Contains("inference"));
+}
+
+TEST_CASE("an inference forward is the forward alone: no zero_grad, backward or optimizer, rows of the layers run",
+          "[predict][inference]") {
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"),
+                                              find_builtin_framework_profile("h200-sxm"));
+    const Graph g = *zoo::model("resnet50", 224);
+    PredictOptions o = framework_options(find_builtin_framework_profile("h200-sxm"));
+    o.lowering.batch = 8;
+    o.lowering.precision = PrecisionMode::amp_bf16;
+    const Prediction training = predict(g, ctx, o);
+    o.lowering.mode = StepMode::inference;
+    const Prediction p = predict(g, ctx, o);
+    CHECK(p.mode == StepMode::inference);
+    CHECK(p.zero_grad_time.value() == 0);
+    CHECK(p.backward_time.value() == 0);
+    CHECK(p.optimizer_time.value() == 0);
+    CHECK(p.step_time.value() == Catch::Approx(p.forward_time.value()));
+    CHECK(p.memory.gradients.value() == 0);
+    CHECK(p.memory.optimizer_state.value() == 0);
+    CHECK(p.parameters == training.parameters);
+    // no autograd recording, batchnorm in one pass: less GPU time than training's forward kernels
+    Seconds training_forward_gpu{0};
+    for (const auto& r : training.layers) training_forward_gpu += r.forward_gpu;
+    CHECK(p.gpu_time < training_forward_gpu);
+    // a row per layer run (the loss is not), each with its layer's op
+    REQUIRE(p.layers.size() == g.layers.size() - 1);
+    for (std::size_t i = 0; i < p.layers.size(); ++i) {
+        CHECK(p.layers[i].layer.str() == g.layers[i].name);
+        CHECK(p.layers[i].op.str() == g.layers[i].op);
+    }
+    CHECK(to_json(p).at("mode") == "inference");
+    o.data_parallel.gpus = 2;
+    CHECK_THROWS_AS(predict(g, ctx, o), std::invalid_argument);
 }

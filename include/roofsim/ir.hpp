@@ -8,6 +8,7 @@
 #include <roofsim/compute_unit.hpp>
 #include <roofsim/dtype.hpp>
 #include <roofsim/precision_mode.hpp>
+#include <roofsim/step_mode.hpp>
 #include <roofsim/units.hpp>
 
 #include <array>
@@ -319,12 +320,13 @@ inline constexpr std::string_view autocast_cast_host_op = "cast";
     return host_op;
 }
 
-/// A training step's kernels, in the order the host issues them, with what produced them.
+/// A step's kernels, in the order the host issues them, with what produced them.
 struct KernelList {
     std::string model;      ///< what the kernels describe ("resnet50")
     PrecisionMode precision = PrecisionMode::fp32;  ///< the precision mode they ran under
     std::string origin;     ///< "lowered from <graph>" or "exported by roofsim_export <version>"
     std::vector<Kernel> kernels;
+    StepMode mode = StepMode::training;             ///< a training step, or an inference forward
 };
 
 /// FLOPs of a GEMM: 2 m n k per batch.

@@ -225,7 +225,7 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
 [[nodiscard]] inline KernelIr kernel_ir_from_json(const nlohmann::json& document, std::string_view origin) {
     using detail::JsonCursor;
     const JsonCursor root(document, std::string(origin), "");
-    detail::check_fields(root, {"schema_version", "kind", "model", "precision", "batch", "optimizer", "origin",
+    detail::check_fields(root, {"schema_version", "kind", "model", "precision", "mode", "batch", "optimizer", "origin",
                                 "parameters", "memory", "model_code", "kernels"});
     if (root.at("schema_version").integer() != 1) root.at("schema_version").fail("unsupported version (expected 1)");
     if (root.at("kind").string() != "roofsim-kernel-ir") root.at("kind").fail("expected \"roofsim-kernel-ir\"");
@@ -234,8 +234,13 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
     ir.list.origin = detail::optional_string(root, "origin");
     if (root.has("precision")) {  // absent: PyTorch's defaults (fp32)
         const auto mode = precision_mode_from_key(root.at("precision").string());
-        if (!mode) root.at("precision").fail("unknown precision mode (fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16)");
+        if (!mode) root.at("precision").fail("unknown precision mode (fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16, fp16-master)");
         ir.list.precision = *mode;
+    }
+    if (root.has("mode")) {  // absent: a training step
+        const auto mode = step_mode_from_key(root.at("mode").string());
+        if (!mode) root.at("mode").fail("expected training or inference");
+        ir.list.mode = *mode;
     }
     if (root.has("batch")) ir.batch = root.at("batch").positive_integer();
     if (root.has("optimizer")) {
@@ -283,7 +288,16 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
     const std::size_t n = kernels.array_size();
     if (n == 0) kernels.fail("no kernels");
     ir.list.kernels.reserve(n);
-    for (std::size_t i = 0; i < n; ++i) ir.list.kernels.push_back(detail::kernel_from_json(kernels.at(i)));
+    for (std::size_t i = 0; i < n; ++i) {
+        ir.list.kernels.push_back(detail::kernel_from_json(kernels.at(i)));
+        // an inference forward has no backward and no optimizer step
+        if (ir.list.mode == StepMode::inference && ir.list.kernels.back().phase != Phase::forward) {
+            kernels.at(i).at("phase").fail("an inference IR (mode \"inference\") holds forward kernels only");
+        }
+    }
+    if (ir.list.mode == StepMode::inference && ir.optimizer.kind != OptimizerKind::none) {
+        root.at("optimizer").at("kind").fail("an inference IR (mode \"inference\") has no optimizer: expected none");
+    }
     return ir;
 }
 
@@ -338,6 +352,7 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
     nlohmann::json j = {{"schema_version", 1}, {"kind", "roofsim-kernel-ir"}, {"model", ir.list.model},
                         {"origin", ir.list.origin}};
     j["precision"] = to_string(ir.list.precision);
+    j["mode"] = to_string(ir.list.mode);
     if (ir.batch > 0) j["batch"] = ir.batch;
     j["optimizer"] = {{"kind", to_string(ir.optimizer.kind)}, {"fused", ir.optimizer.fused}, {"weight_decay", ir.optimizer.weight_decay}};
     if (ir.parameter_tensors > 0 || ir.parameter_elements > 0) {

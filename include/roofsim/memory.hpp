@@ -7,6 +7,7 @@
 #include <roofsim/dtype.hpp>
 #include <roofsim/optimizer.hpp>
 #include <roofsim/precision_mode.hpp>
+#include <roofsim/step_mode.hpp>
 #include <roofsim/units.hpp>
 
 #include <string>
@@ -20,7 +21,7 @@ struct MemoryEstimate {
     Bytes optimizer_state{0};   ///< SGD momentum: 1 x parameters; Adam(W): 2 x (exp_avg, exp_avg_sq); in float32 with master weights
     Bytes master_weights{0};    ///< float32 master parameters and their gradients (has_master_weights)
     Bytes inputs{0};
-    Bytes activations{0};       ///< saved for backward, all layers together
+    Bytes activations{0};       ///< saved for backward, all layers together; inference: the layer outputs alive at once, at most
     Bytes autocast_copies{0};   ///< low-precision weight copies kept for backward under autocast
     Bytes gradient_buckets{0};  ///< data parallel: DDP's buckets, a flat copy of the gradients
     Bytes peak{0};
@@ -35,17 +36,30 @@ struct MemoryInputs {
     Bytes largest_output{0};               ///< the largest layer output
     OptimizerOptions optimizer;
     PrecisionMode precision = PrecisionMode::fp32;
+    StepMode mode = StepMode::training;
+    Bytes live_peak{0};                    ///< inference: the most bytes of layer outputs alive at once
 };
 
 /// Peak = the larger of the end of forward (parameters, state, inputs, saved activations, weight
 /// copies, plus the largest layer output twice: its gradient and its input's gradient in flight) and
 /// the optimizer step (parameters, gradients, state, and one parameter-sized temporary for Adam's
 /// sqrt(v)). Allocator rounding (512-byte blocks) is ignored.
+/// Inference: parameters, graph inputs, autocast's low-precision weight copies (its cache keeps each
+/// until the forward's autocast region ends) and the most layer outputs alive at once; no gradients,
+/// no optimizer state, nothing saved. A layer's scratch (attention's, cuDNN's workspace) is not counted.
 [[nodiscard]] inline MemoryEstimate estimate_memory(const MemoryInputs& in) {
     MemoryEstimate m;
     const double p = in.parameter_elements;
     const double param_bytes = bytes_per_element(in.parameter_dtype);
     m.parameters = Bytes(p * param_bytes);
+    const PrecisionRules rules = rules_for(in.precision);
+    if (in.mode == StepMode::inference) {
+        m.inputs = in.inputs;
+        m.activations = in.live_peak;
+        if (rules.autocast) m.autocast_copies = Bytes(p * bytes_per_element(rules.low_dtype));
+        m.peak = m.parameters + m.inputs + m.activations + m.autocast_copies;
+        return m;
+    }
     m.gradients = m.parameters;
     // the optimizer's state is in the dtype of the parameters it steps: the float32 masters' where there are
     const bool master = has_master_weights(in.precision) && in.optimizer.kind != OptimizerKind::none;
@@ -59,7 +73,6 @@ struct MemoryInputs {
     }
     m.inputs = in.inputs;
     m.activations = in.saved;
-    const PrecisionRules rules = rules_for(in.precision);
     if (rules.autocast) m.autocast_copies = Bytes(p * bytes_per_element(rules.low_dtype));
     const Bytes forward_end = m.parameters + m.optimizer_state + m.master_weights + m.inputs + m.activations + m.autocast_copies +
                               2.0 * in.largest_output;

@@ -1,6 +1,6 @@
 #pragma once
-/// Capacity planning over predictions: the largest batch of a model that fits a GPU, and one model
-/// compared over several GPUs.
+/// Capacity planning over predictions: the largest batch of a model that fits a GPU, one model
+/// compared over several GPUs, and its data-parallel scaling over GPU counts.
 
 #include <roofsim/predict.hpp>
 
@@ -118,6 +118,41 @@ struct ComparedGpu {
         for (auto& r : rows) r.speedup = rate(r.prediction) / first;
     }
     return rows;
+}
+
+/// One GPU count of a scaling curve.
+struct ScalingPoint {
+    int gpus = 1;
+    Prediction prediction;  ///< per GPU at the curve's batch, or at its largest that fits with DDP's buckets
+    double speedup = 1;     ///< samples/s over all GPUs over one GPU's at the same batch per GPU
+    double efficiency = 1;  ///< speedup / gpus
+};
+
+/// `graph` trained data-parallel (DDP) on each count of `gpu_counts` GPUs of `ctx`'s kind at
+/// `options`' batch per GPU; where that batch does not fit beside DDP's gradient buckets, at the
+/// largest that does. Speedup against one GPU at the batch each count ran (weak scaling: the global
+/// batch grows with the GPUs).
+[[nodiscard]] inline std::vector<ScalingPoint> scale(const Graph& graph, const CostContext& ctx, PredictOptions options,
+                                                     const std::vector<int>& gpu_counts) {
+    std::vector<ScalingPoint> points;
+    for (const int n : gpu_counts) {
+        if (n < 1) throw std::invalid_argument("scale: a GPU count must be positive, got " + std::to_string(n));
+        PredictOptions at = options;
+        at.data_parallel.gpus = n;
+        ScalingPoint point;
+        point.gpus = n;
+        point.prediction = predict(graph, ctx, at);
+        if (!point.prediction.memory_fit.fits()) point.prediction = max_batch(graph, ctx, at).prediction;
+        PredictOptions one = options;
+        one.data_parallel.gpus = 1;
+        one.lowering.batch = point.prediction.batch;
+        const Prediction single = predict(graph, ctx, one);
+        const auto rate = [](const Prediction& p) { return static_cast<double>(p.batch) * p.gpus / p.step_time.value(); };
+        point.speedup = rate(point.prediction) / rate(single);
+        point.efficiency = point.speedup / n;
+        points.push_back(std::move(point));
+    }
+    return points;
 }
 
 }  // namespace roofsim

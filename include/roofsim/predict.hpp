@@ -1,6 +1,7 @@
 #pragma once
 /// The public entry: a layer graph or a kernel IR on a GPU under PyTorch's settings, to the time of
-/// each layer's forward and backward pass, the optimizer step, the whole step, and memory.
+/// each layer's forward and backward pass, the optimizer step, the whole step, and memory; or, in
+/// inference, of each layer's forward and the whole forward.
 
 #include <roofsim/cost/kernel_cost.hpp>
 #include <roofsim/cost/op_factor_calibration.hpp>
@@ -43,6 +44,7 @@ struct Prediction {
     std::string profile_kind;  ///< the kind of profile it was predicted on: "measured", "derived" or "datasheet"
     std::string host_costs_source;
     PrecisionMode precision = PrecisionMode::fp32;
+    StepMode mode = StepMode::training;  ///< inference: step_time is the forward's latency
     std::int64_t batch = 0;
     std::vector<LayerTime> layers;  ///< in forward order, then the optimizer
     Seconds step_time{0};           ///< simulated: host issue and GPU stream together
@@ -79,6 +81,7 @@ namespace detail {
     p.profile_kind = ctx.ceilings.kind;
     p.host_costs_source = host.source;
     p.precision = kernels.precision;
+    p.mode = kernels.mode;
     p.kernels = std::move(kernels);
     const KernelList& list = p.kernels;
     p.timeline = simulate(list, ctx, host);
@@ -158,7 +161,8 @@ namespace detail {
 /// tensor once, however many layers keep it, and the largest layer output.
 [[nodiscard]] inline MemoryInputs memory_inputs(const LoweredStep& step, const LoweringOptions& options, Bytes saved,
                                                 Bytes largest_output) {
-    return {step.parameter_count(), step.parameter_dtype, step.input_bytes, saved, largest_output, options.optimizer, options.precision};
+    return {step.parameter_count(), step.parameter_dtype, step.input_bytes, saved, largest_output, options.optimizer, options.precision,
+            options.mode, step.live_peak};
 }
 
 /// The memory of a lowered step (estimate_memory), from its layer summaries.
@@ -192,15 +196,22 @@ struct PredictOptions {
     return o;
 }
 
-/// Predicts a training step of a layer graph.
+/// Predicts a training step of a layer graph, or its inference forward (options.lowering.mode; its
+/// optimizer is then not read).
 [[nodiscard]] inline Prediction predict(const Graph& graph, const CostContext& ctx, const PredictOptions& options) {
+    const bool inference = options.lowering.mode == StepMode::inference;
+    if (inference && options.data_parallel.gpus != 1) {
+        throw std::invalid_argument("data-parallel prediction is of training: an inference forward runs on one GPU");
+    }
     detail::PredictionLowering lowered = detail::lower_for_prediction(graph, options.lowering);
     LoweredStep& step = lowered.step;
     std::vector<GradientBucket> buckets = detail::add_data_parallel(step, lowered.rows, options.data_parallel);
+    OptimizerOptions optimizer = options.lowering.optimizer;
+    if (inference) optimizer.kind = OptimizerKind::none;
     HostCosts host = options.framework
-                         ? detail::host_costs_from_framework(*options.framework, options.lowering.precision,
-                                                             options.lowering.optimizer, step.parameter_tensors.size(), &lowered.ops,
-                                                             graph.layers.size() == 1)
+                         ? detail::host_costs_from_framework(*options.framework, options.lowering.precision, optimizer,
+                                                             step.parameter_tensors.size(), &lowered.ops, graph.layers.size() == 1,
+                                                             options.lowering.mode)
                          : host_costs_from_launch_rate(ctx);
     if (options.framework) note_host_of_other_gpu(host, *options.framework, ctx);
     host = scaled(std::move(host), options.host_time_scale);
@@ -209,15 +220,19 @@ struct PredictOptions {
     p.parameter_tensors = step.parameter_tensors.size();
     p.batch = options.lowering.batch;
     p.parameters = step.parameter_count();
-    p.memory = estimate_memory(memory_inputs(step, options.lowering, lowered.saved, lowered.largest_output));
+    LoweringOptions lowering = options.lowering;
+    lowering.optimizer = optimizer;
+    p.memory = estimate_memory(memory_inputs(step, lowering, lowered.saved, lowered.largest_output));
     p.gpus = options.data_parallel.gpus;
     for (const auto& b : buckets) p.memory.gradient_buckets += Bytes(b.bytes);  // DDP's flat copy of the gradients
     p.memory.peak += p.memory.gradient_buckets;
     p.buckets = std::move(buckets);
     if (p.gpus > 1) p.communication_source = all_reduce_source(p.gpus, ctx.collectives);
     p.memory_fit = memory_fit(p.memory.peak, ctx.memory_capacity, ctx.memory_capacity_source);
-    // Each layer's row gets its graph op: row i is layer i (the optimizer's row comes after them all).
-    for (std::size_t i = 0; i < p.layers.size() && i < graph.layers.size(); ++i) p.layers[i].op = graph.layers[i].op;
+    // Each layer's row gets its graph op (the optimizer's row comes after them all).
+    for (std::size_t i = 0; i < p.layers.size() && i < lowered.rows.layer_of_row.size(); ++i) {
+        p.layers[i].op = graph.layers[lowered.rows.layer_of_row[i]].op;
+    }
     return p;
 }
 
@@ -231,7 +246,7 @@ struct PredictOptions {
 [[nodiscard]] inline HostCosts host_costs_for_ir(const KernelIr& ir, const CostContext& ctx, const FrameworkProfile* framework) {
     const PrecisionMode mode = ir.list.precision;
     if (!framework) return host_costs_from_launch_rate(ctx);
-    HostCosts h = host_costs_from_framework(*framework, mode, ir.optimizer, static_cast<std::size_t>(ir.parameter_tensors));
+    HostCosts h = host_costs_from_framework(*framework, mode, ir.optimizer, static_cast<std::size_t>(ir.parameter_tensors), ir.list.mode);
     const bool amp = rules_for(mode).autocast;
     h.per_kernel = framework->required(amp ? "eager_op_add_autocast" : "eager_op_add");
     note_host_of_other_gpu(h, *framework, ctx);
@@ -300,6 +315,7 @@ struct PredictOptions {
     ir.list = step.kernels;
     ir.batch = options.batch;
     ir.optimizer = options.optimizer;
+    if (options.mode == StepMode::inference) ir.optimizer.kind = OptimizerKind::none;
     ir.parameter_elements = step.parameter_count();
     ir.parameter_tensors = static_cast<std::int64_t>(step.parameter_tensors.size());
     const MemoryEstimate m = estimate_memory(step, options);

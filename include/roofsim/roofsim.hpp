@@ -8,6 +8,7 @@
 #include <roofsim/compute_unit.hpp>
 #include <roofsim/dtype.hpp>
 #include <roofsim/precision_mode.hpp>
+#include <roofsim/step_mode.hpp>
 #include <roofsim/optimizer.hpp>
 #include <roofsim/name.hpp>
 #include <roofsim/gpu.hpp>

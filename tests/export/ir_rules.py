@@ -2,8 +2,8 @@
 
 import numbers
 
-TOP = {"schema_version", "kind", "kernels", "model", "origin", "precision", "batch", "optimizer", "parameters",
-       "memory", "model_code"}
+TOP = {"schema_version", "kind", "kernels", "model", "origin", "precision", "mode", "batch", "optimizer",
+       "parameters", "memory", "model_code"}
 KERNEL = {"op", "kind", "phase", "layer", "dtype", "unit", "flops", "bytes_read", "bytes_written", "gemm", "conv",
           "attention", "norm", "host_dispatch", "sync", "mixed_dtypes", "strided", "host_op", "source_op", "flag", "args",
           "python_seconds"}
@@ -42,6 +42,12 @@ def violations(doc):
             err(f"{key}: must be a string")
     if "precision" in doc and doc["precision"] not in MODES:
         err("precision: unknown mode")
+    # mode: optional, training when absent; an inference IR is one forward: no optimizer, forward kernels
+    mode = doc.get("mode", "training")
+    if mode not in ("training", "inference"):
+        err("mode: training or inference")
+    if mode == "inference" and doc.get("optimizer", {}).get("kind", "none") != "none":
+        err("optimizer: none in an inference IR")
     if "batch" in doc and not _pos_int(doc["batch"]):
         err("batch: must be a positive integer")
     if "optimizer" in doc:
@@ -92,6 +98,8 @@ def violations(doc):
         if k.get("phase") not in PHASES:
             err(f"{p}.phase: {k.get('phase')!r}")
             continue
+        if mode == "inference" and k["phase"] != "forward":
+            err(f"{p}.phase: {k['phase']} in an inference IR")
         # issue order: forward, then backward, then optimizer
         ph = PHASES.index(k["phase"])
         if ph < last_phase:

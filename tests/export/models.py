@@ -187,3 +187,22 @@ class MaskedEncoder(nn.Module):
 def masked_encoder(batch=2, seq=8):
     return MaskedEncoder(), {"input_ids": torch.empty(batch, seq, dtype=torch.long),
                              "labels": torch.empty(batch, dtype=torch.long)}
+
+
+class ConvBnDrop(nn.Module):
+    """Conv2d - BatchNorm2d - ReLU - Dropout - Linear: the layers train() and eval() run differently."""
+
+    def __init__(self, channels=8, size=8, classes=4):
+        super().__init__()
+        self.conv = nn.Conv2d(3, channels, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(channels)
+        self.act = nn.ReLU()
+        self.drop = nn.Dropout(0.1)
+        self.head = nn.Linear(channels * size * size, classes)
+
+    def forward(self, x):
+        return self.head(self.drop(self.act(self.bn(self.conv(x)))).flatten(1))
+
+
+def conv_bn_dropout(batch=2, size=8):
+    return ConvBnDrop(size=size), {"x": torch.empty(batch, 3, size, size), "y": torch.empty(batch, dtype=torch.long)}

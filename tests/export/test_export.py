@@ -446,6 +446,139 @@ class DropoutWithoutProbability(unittest.TestCase):
                         or any(k["op"].startswith("aten::bernoulli") for k in doc["kernels"] if k["layer"] == "drop"))
 
 
+class InferenceMode(unittest.TestCase):
+    """mode="inference": one forward of model.eval() under torch.inference_mode(); no loss, no
+    backward, no optimizer."""
+
+    def assert_forward_only(self, doc):
+        self.assertEqual(doc["mode"], "inference")
+        self.assertEqual({k["phase"] for k in doc["kernels"]}, {"forward"})
+        self.assertEqual(doc["optimizer"], {"kind": "none", "fused": False, "weight_decay": False})
+        # no loss: what the exporter adds after the model's forward is in layer "loss"
+        self.assertEqual([k["op"] for k in doc["kernels"] if k["layer"] == "loss"], [])
+        ops = {k["op"] for k in doc["kernels"]}
+        for op in ("_log_softmax", "nll_loss_forward", "nll_loss2d_forward"):
+            self.assertNotIn("aten::" + op, ops)
+        self.assertEqual((doc["memory"]["gradients_bytes"], doc["memory"]["optimizer_state_bytes"]), (0, 0))
+        self.assertIn("inference", doc["origin"])
+        self.assertIn("inference_mode", doc["memory"]["method"])
+        self.assertEqual(ir_rules.violations(doc), [])
+
+    def test_mlp_forward_only(self):
+        B, IN, H, C = 8, 64, 256, 10
+        model, inputs = models.mlp(IN, H, C, B)
+        doc = export(model, inputs, mode="inference")
+        self.assert_forward_only(doc)
+
+        def key(op, m, n, k):
+            return (op, min(m, n), max(m, n), k)
+
+        # lower.hpp linear, forward alone: addmm {rows, out, in} per layer; the target y is not passed
+        got = [key(k["op"], k["gemm"]["m"], k["gemm"]["n"], k["gemm"]["k"]) for k in of_kind(doc, "gemm")]
+        self.assertEqual(sorted(got), sorted([key("aten::addmm", B, H, IN), key("aten::addmm", B, C, H)]))
+        markers = [k["host_op"] for k in doc["kernels"] if k["op"].startswith("dispatch")]
+        self.assertEqual(markers, ["linear", "gelu", "linear"])
+        param_bytes = 4 * sum(p.numel() for p in model.parameters())
+        self.assertEqual(doc["memory"]["parameters_bytes"], param_bytes)
+        # parameters, the input x and the activations of one forward; nothing saved for a backward
+        training = export(model, inputs, optimizer="none")
+        self.assertGreaterEqual(doc["memory"]["peak_bytes"], param_bytes + 4 * B * IN)
+        self.assertLess(doc["memory"]["peak_bytes"], training["memory"]["peak_bytes"])
+        # the model is handed back as it came: its own parameters, in train mode
+        self.assertTrue(model.training and all(m.training for m in model.modules()))
+        self.assertTrue(all(type(p) is nn.Parameter and p.device.type == "cpu" for p in model.parameters()))
+
+    def test_training_output_says_training(self):
+        model, inputs = models.mlp()
+        doc = export(model, inputs)
+        self.assertEqual(doc["mode"], "training")
+        self.assertEqual(doc["optimizer"]["kind"], "sgd")  # the default optimizer is still SGD
+        self.assertEqual({k["phase"] for k in doc["kernels"]}, {"forward", "backward", "optimizer"})
+        self.assertTrue([k for k in doc["kernels"] if k["layer"] == "loss" and k["op"].startswith("aten::")])
+        self.assertIn("one training step", doc["origin"])
+        self.assertEqual(json.loads(roofsim_export.dumps(doc))["mode"], "training")
+
+    def test_dropout_and_batch_norm_in_eval(self):
+        B, C, S = 2, 8, 8
+        model, inputs = models.conv_bn_dropout(batch=B, size=S)
+        train = export(model, inputs, optimizer="none")
+        doc = export(model, inputs, mode="inference")
+        self.assert_forward_only(doc)
+
+        def layer(d, name):
+            return [k for k in d["kernels"] if k["layer"] == name]
+
+        def is_dropout_kernel(k):
+            return k["op"] in ("aten::native_dropout", "aten::native_dropout_backward") or \
+                k["op"].startswith("aten::bernoulli")
+
+        # dropout: a kernel in training; in eval ATen's dropout returns its input, the module call is
+        # its identity marker alone
+        self.assertTrue([k for k in layer(train, "drop") if is_dropout_kernel(k)])
+        self.assertFalse([k for k in doc["kernels"] if is_dropout_kernel(k)])
+        self.assertEqual([(k["op"], k.get("host_op")) for k in layer(doc, "drop")], [("dispatch dropout", "dropout_identity")])
+        # batch norm in eval: one normalizing pass over x with the running statistics (read, not
+        # updated: no num_batches_tracked += 1), no statistics pass
+        x = 4 * B * C * S * S
+        norms = [k for k in layer(doc, "bn") if k["kind"] == "normalization"]
+        self.assertEqual(len(norms), 1)
+        self.assertEqual(norms[0]["norm"], {"groups": C, "group_elements": B * S * S})
+        self.assertEqual(norms[0]["bytes_read"], x + 4 * 4 * C)  # x, weight, bias, running mean and var
+        self.assertGreaterEqual(norms[0]["bytes_written"], x)
+        self.assertNotIn("aten::add_", [k["op"] for k in layer(doc, "bn")])
+        trained = [k for k in layer(train, "bn") if k["kind"] == "normalization" and k["phase"] == "forward"]
+        self.assertEqual([k["bytes_read"] for k in trained], [2 * x + 4 * 4 * C])  # statistics pass, then normalize
+        self.assertIn("aten::add_", [k["op"] for k in layer(train, "bn")])  # num_batches_tracked
+        self.assertTrue(model.training and model.bn.training)
+
+    def test_gpt_like_amp_bf16(self):
+        layers, batch, seq = 2, 2, 16
+        model, inputs = models.tiny_gpt(batch=batch, seq=seq, use_sdpa=True, layers=layers)
+        doc = export(model, inputs, precision="amp-bf16", mode="inference")
+        self.assert_forward_only(doc)
+        self.assertEqual(doc["precision"], "amp-bf16")
+        # autocast as in training: the GEMMs in bfloat16 on its tensor cores, the weights cast once
+        gemms = of_kind(doc, "gemm")
+        self.assertTrue(gemms)
+        self.assertTrue(all((k["dtype"], k["unit"]) == ("bfloat16", "bf16-tensor") for k in gemms))
+        self.assertTrue(aten(doc, "_to_copy", "forward"))
+        self.assertEqual(len([k for k in gemms if k["layer"] == "lm_head"]), 1)  # the logits, no loss after them
+        self.assertFalse([k for k in doc["kernels"] if "dropout" in k["op"] and k["op"].startswith("aten::")])
+        self.assertEqual(len(aten(doc, "native_layer_norm", "forward")), 2 * layers + 1)
+        if model.h[0].attn.use_sdpa:
+            self.assertEqual(len(of_kind(doc, "attention")), layers)
+
+    def test_api_refuses_training_arguments(self):
+        model, inputs = models.mlp()
+        for kw in ({"optimizer": "adamw"}, {"optimizer": "sgd", "fused": True}, {"loss": lambda m, d: m(d["x"]).sum()}):
+            with self.assertRaises(roofsim_export.ExportError) as ctx:
+                roofsim_export.export(model, inputs, mode="inference", **kw)
+            self.assertIn("inference", str(ctx.exception))
+        with self.assertRaises(roofsim_export.ExportError):
+            roofsim_export.export(model, inputs, mode="eval")
+        doc = export(model, inputs, mode="inference", optimizer="none")  # none, given explicitly, is fine
+        self.assertEqual(doc["optimizer"]["kind"], "none")
+
+    def test_cli(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "infer.json")
+            r = run_cli(f"{MODELS}:conv_bn_dropout", "--mode", "inference", "--summary", "-o", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("inference", r.stdout)
+            self.assertNotRegex(r.stdout, r"(?m)^(backward|optimizer) ")
+            with open(out) as f:
+                doc = json.load(f)
+            EXPORTED.append(doc)
+            self.assert_forward_only(doc)
+            self.assertNotIn("cross_entropy", doc["origin"])  # the factory's loss note is the training step's
+            os.unlink(out)
+            # an optimizer given with --mode inference is a usage error; nothing is written
+            r = run_cli(f"{MODELS}:conv_bn_dropout", "--mode", "inference", "--optimizer", "sgd", "-o", out)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("--mode inference", r.stderr)
+            self.assertEqual(os.listdir(tmp), [])
+
+
 class _CodeBetween(nn.Module):
     """Two linear layers with the model's own code between them: code(x) returns the tensor fc2 takes."""
 
@@ -725,7 +858,7 @@ class Failures(unittest.TestCase):
         r = run_cli("--help")
         self.assertEqual(r.returncode, 0)
         for word in ("torchvision:resnet50", "transformers:gpt2", "--precision", "--strict", "--summary",
-                     "roofsim predict --ir"):
+                     "--mode", "inference", "roofsim predict --ir"):
             self.assertIn(word, r.stdout)
 
 

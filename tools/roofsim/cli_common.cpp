@@ -41,6 +41,12 @@ double bytes_arg(const std::string& text, const std::string& option) {
                      "or Ki, Mi, Gi, Ti and B, e.g. 4096, 300MB, 2GiB)");
 }
 
+StepMode step_mode_arg(const std::string& text) {
+    const auto mode = step_mode_from_key(text);
+    if (!mode) throw UsageError("--mode: expected training or inference, got '" + text + "'");
+    return *mode;
+}
+
 CLI::Validator positive_integer() {
     return CLI::Validator(
         [](const std::string& text) {

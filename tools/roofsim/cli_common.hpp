@@ -52,6 +52,14 @@ CLI::Validator positive_integer();
 /// Why --size is refused without --model: it sets a built-in model's image size or sequence length.
 inline const std::string size_needs_model =
     "--size applies only to built-in models (--model NAME); a --graph or --ir file keeps its own shapes";
+/// The precision modes, as an unknown one's message lists them.
+inline const std::string precision_mode_list = "fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16 or fp16-master";
+/// --mode's help text.
+inline const std::string step_mode_help =
+    "training: forward, loss, backward, optimizer step; inference: model.eval() under torch.inference_mode(), the "
+    "forward alone (no loss, no optimizer), its latency";
+/// A step mode (training, inference) given to --mode; anything else is a usage error.
+StepMode step_mode_arg(const std::string& text);
 /// "a,b,,c" -> {a, b, c}.
 std::vector<std::string> split_list(const std::string& text);
 /// A rate as TFLOP/s with one decimal, "-" where there is none.

@@ -12,5 +12,6 @@ Command add_predict_command(CLI::App& app);
 Command add_validate_command(CLI::App& app);
 Command add_fit_kernels_command(CLI::App& app);
 Command add_compare_command(CLI::App& app);
+Command add_survey_command(CLI::App& app);
 
 }  // namespace roofsim::cli

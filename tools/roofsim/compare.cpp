@@ -11,7 +11,8 @@ namespace roofsim::cli {
 namespace {
 
 struct CompareOptions {
-    std::string model, graph, gpus, precision = "fp32", optimizer = "sgd", batch = "32", framework;
+    std::string model, graph, gpus, precision = "fp32", optimizer = "sgd", batch = "32", framework, mode = "training";
+    CLI::Option* optimizer_option = nullptr;
     std::int64_t size = 0, num_gpus = 1;
     bool json = false, csv = false;
 };
@@ -35,11 +36,19 @@ struct Setup {
 Setup setup(const CompareOptions& o) {
     Setup s;
     const auto mode = precision_mode_from_key(o.precision);
-    if (!mode) throw UsageError("unknown precision mode '" + o.precision + "'; use fp32, fp32-strict, tf32, amp-bf16, amp-fp16 or bf16");
+    if (!mode) throw UsageError("unknown precision mode '" + o.precision + "'; use " + precision_mode_list);
     const auto optimizer = optimizer_from_key(o.optimizer);
     if (!optimizer) throw UsageError("unknown optimizer '" + o.optimizer + "'; use sgd, adam, adamw or none");
     s.options.lowering.precision = *mode;
     s.options.lowering.optimizer.kind = *optimizer;
+    s.options.lowering.mode = step_mode_arg(o.mode);
+    if (s.options.lowering.mode == StepMode::inference) {
+        if (o.optimizer_option->count() > 0 && *optimizer != OptimizerKind::none) {
+            throw UsageError("--optimizer: an inference forward (--mode inference) has no optimizer step");
+        }
+        if (o.num_gpus != 1) throw UsageError("--num-gpus: data-parallel prediction is of training; --mode inference runs on one GPU");
+        s.options.lowering.optimizer.kind = OptimizerKind::none;
+    }
     if (o.batch == "max") {
         s.at_largest = true;
         s.options.lowering.batch = 1;
@@ -93,19 +102,20 @@ void run_compare(const CompareOptions& o) {
                            {"compute_share", r.compute_share}, {"memory_share", r.memory_share}, {"idle_share", r.idle_share},
                            {"host_costs", p.host_costs_source}});
         }
-        nlohmann::json doc = {{"kind", "roofsim-comparison"}, {"schema_version", 1}, {"model", graph.name},
-                              {"precision", o.precision}, {"optimizer", o.optimizer},
+        nlohmann::json doc = {{"kind", "roofsim-comparison"}, {"schema_version", 2}, {"model", graph.name},
+                              {"mode", o.mode}, {"precision", o.precision},
+                              {"optimizer", to_string(s.options.lowering.optimizer.kind)},
                               {"batch", s.at_largest ? nlohmann::json("max") : nlohmann::json(s.options.lowering.batch)},
                               {"rows", out}};
         std::cout << doc.dump(2) << '\n';
         return;
     }
     if (o.csv) {
-        std::cout << "kind,schema_version,gpu,profile,batch,gpus,step_seconds,samples_per_second,speedup,peak_bytes,usable_bytes,"
+        std::cout << "kind,schema_version,mode,gpu,profile,batch,gpus,step_seconds,samples_per_second,speedup,peak_bytes,usable_bytes,"
                      "fits,largest_batch,compute_share,memory_share,idle_share\n";
         for (const auto& r : rows) {
             const Prediction& p = r.prediction;
-            std::cout << "roofsim-comparison,1," << r.gpu_key << ',' << r.profile << ',' << p.batch << ',' << p.gpus << ','
+            std::cout << "roofsim-comparison,2," << o.mode << ',' << r.gpu_key << ',' << r.profile << ',' << p.batch << ',' << p.gpus << ','
                       << p.step_time.value() << ',' << rate(p) << ',' << r.speedup << ',' << p.memory_fit.peak.value() << ','
                       << p.memory_fit.usable().value() << ',' << (p.memory_fit.fits() ? 1 : 0) << ','
                       << (r.largest_batch ? std::to_string(*r.largest_batch) : std::string()) << ',' << r.compute_share << ','
@@ -114,12 +124,14 @@ void run_compare(const CompareOptions& o) {
         return;
     }
     std::ostringstream text;
-    text << "Training step of " << graph.name << ", " << o.precision << ", " << o.optimizer << ", batch "
+    const bool inference = s.options.lowering.mode == StepMode::inference;
+    text << (inference ? "Inference forward of " : "Training step of ") << graph.name << ", " << o.precision
+         << (inference ? std::string() : ", " + o.optimizer) << ", batch "
          << (s.at_largest ? std::string("max (each GPU's largest that fits)") : std::to_string(s.options.lowering.batch))
          << (s.options.data_parallel.gpus > 1 ? " per GPU, " + std::to_string(s.options.data_parallel.gpus) + " GPUs each (DDP)"
                                               : std::string())
          << "; speedup: samples/s over the first row's.\n"
-            "Shares of the step: GPU time in compute-bound kernels, in memory-bound ones, the rest waiting on the host.\n\n";
+         << (inference ? "Step: the forward's latency. " : "") << "Shares of the step: GPU time in compute-bound kernels, in memory-bound ones, the rest waiting on the host.\n\n";
     TextTable t({"GPU", "profile", "batch", "step ms", "samples/s", "speedup", "peak / usable GiB", "fits", "largest batch",
                  "compute %", "memory %", "host %"});
     for (const auto& r : rows) {
@@ -141,7 +153,7 @@ void run_compare(const CompareOptions& o) {
 
 Command add_compare_command(CLI::App& app) {
     auto o = std::make_shared<CompareOptions>();
-    auto* cmd = app.add_subcommand("compare", "One model's training step on several GPUs: time, throughput, memory, largest batch");
+    auto* cmd = app.add_subcommand("compare", "One model's training step (or inference forward) on several GPUs: time, throughput, memory, largest batch");
     auto* graph = cmd->add_option("--graph", o->graph, "Layer graph JSON (docs/graph-format.md)");
     cmd->add_option("--model", o->model, "A built-in model: " + zoo::joined_model_names())->excludes(graph);
     cmd->add_option("--size", o->size, "Built-in model's image size or sequence length (default: resnet50 224, bert-base 128, gpt2-small 1024, bert-large-squad 384)")
@@ -150,7 +162,8 @@ Command add_compare_command(CLI::App& app) {
                     "GPU keys, comma-separated (default: rtx-3090, rtx-a6000, a100-40gb-sxm, a100-80gb-sxm, h100-sxm, h200-sxm)");
     cmd->add_option("--precision", o->precision, "PyTorch precision mode: fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16, fp16-master (apex amp O2)")
         ->capture_default_str();
-    cmd->add_option("--optimizer", o->optimizer, "sgd (momentum), adam, adamw, none")->capture_default_str();
+    o->optimizer_option = cmd->add_option("--optimizer", o->optimizer, "sgd (momentum), adam, adamw, none")->capture_default_str();
+    cmd->add_option("--mode", o->mode, step_mode_help)->capture_default_str();
     cmd->add_option("--batch", o->batch, "Batch size per GPU, or max: each GPU at its largest batch that fits")->capture_default_str();
     cmd->add_option("--num-gpus", o->num_gpus, "Data-parallel training over N GPUs of each kind (DDP)")->capture_default_str();
     cmd->add_option("--framework", o->framework, "Framework profile (host costs) for every GPU (default: the built-in ones)");

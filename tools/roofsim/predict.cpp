@@ -1,4 +1,4 @@
-// roofsim predict: one training step of a layer graph, kernel IR or built-in model.
+// roofsim predict: one training step (or inference forward) of a layer graph, kernel IR or built-in model.
 
 #include "commands.hpp"
 
@@ -18,7 +18,7 @@ namespace roofsim::cli {
 namespace {
 
 struct PredictOptions {
-    std::string graph, ir, model, gpu, precision = "fp32", optimizer = "sgd", emit_ir, framework, svg;
+    std::string graph, ir, model, gpu, precision = "fp32", optimizer = "sgd", emit_ir, framework, svg, mode = "training";
     std::string batch_text = "32";  ///< a positive integer, or "max"
     std::int64_t batch = 32, size = 0, num_gpus = 1;
     bool batch_max = false;
@@ -28,7 +28,7 @@ struct PredictOptions {
     double host_time_scale = 1.0;
     // options whose presence matters (an IR refuses them)
     CLI::Option *precision_option = nullptr, *batch_option = nullptr, *optimizer_option = nullptr,
-                *fused_option = nullptr, *no_weight_decay_option = nullptr;
+                *fused_option = nullptr, *no_weight_decay_option = nullptr, *mode_option = nullptr;
 };
 
 using ModelInput = std::variant<Graph, KernelIr>;
@@ -71,6 +71,13 @@ void print_layer_table(const std::vector<const LayerTime*>& rows, std::ostream& 
 void print_step_line(const Prediction& p, std::ostream& out) {
     const auto unit = TimeUnit::for_largest(p.step_time);
     const std::string u = std::string(" ") + unit.name;
+    if (p.mode == StepMode::inference) {
+        out << "forward " << unit(p.step_time) << u << " (GPU busy " << format_duration(p.gpu_time);
+        if (p.gpu_gap_time.value() > 0) out << " + " << format_duration(p.gpu_gap_time) << " between kernels";
+        out << ", host issue " << format_duration(p.host_time) << ", " << p.kernels.kernels.size() << " kernels; "
+            << (p.host_time > p.gpu_time + p.gpu_gap_time ? "host-bound" : "GPU-bound") << ")\n";
+        return;
+    }
     out << "step " << unit(p.step_time) << u << " = ";
     if (p.zero_grad_time.value() > 0) out << "zero_grad " << unit(p.zero_grad_time) << " + ";
     out << "forward " << unit(p.forward_time) << " + backward " << unit(p.backward_time) << " + optimizer "
@@ -91,7 +98,7 @@ void print_flagged(const Prediction& p, std::ostream& out) {
 }
 
 void print_prediction(const Prediction& p, std::size_t top, bool batch_max, std::ostream& out) {
-    out << "Training step of " << p.kernels.model << " on " << p.gpu_key << ", batch " << p.batch << ", " << to_string(p.precision)
+    out << (p.mode == StepMode::inference ? "Inference forward of " : "Training step of ") << p.kernels.model << " on " << p.gpu_key << ", batch " << p.batch << ", " << to_string(p.precision)
         << (batch_max ? " (the largest batch that fits)" : "")
         << "\n  ceilings: " << p.ceilings_origin << "\n  host costs: " << p.host_costs_source << "\n\n";
     print_layer_table(layers_shown(p, top), out);
@@ -108,7 +115,13 @@ void print_prediction(const Prediction& p, std::size_t top, bool batch_max, std:
     const auto gib = [](Bytes b) { return format_number("%.2f", to_gib(b)); };
     out << "memory GiB: peak " << gib(p.memory.peak) << (p.memory_fit.fits() ? " fits " : " DOES NOT FIT ")
         << gib(p.memory_fit.usable()) << " usable (" << gib(p.memory_fit.capacity) << " less " << gib(p.memory_fit.context)
-        << " CUDA context; allocator fragmentation not modelled)\n  = parameters " << gib(p.memory.parameters)
+        << " CUDA context; allocator fragmentation not modelled)\n";
+    if (p.mode == StepMode::inference) {
+        out << "  = parameters " << gib(p.memory.parameters) << ", layer outputs alive at once " << gib(p.memory.activations)
+            << ", inputs " << gib(p.memory.inputs) << ", autocast " << gib(p.memory.autocast_copies) << "\n";
+        return print_flagged(p, out);
+    }
+    out << "  = parameters " << gib(p.memory.parameters)
         << ", gradients " << gib(p.memory.gradients) << ", optimizer " << gib(p.memory.optimizer_state)
         << (p.memory.master_weights.value() > 0 ? ", master weights " + gib(p.memory.master_weights) : std::string()) << ", activations "
         << gib(p.memory.activations) << ", inputs " << gib(p.memory.inputs) << ", autocast " << gib(p.memory.autocast_copies)
@@ -228,6 +241,9 @@ void check_ir_options(const PredictOptions& o, const KernelIr& ir, OptimizerKind
         throw UsageError("--no-weight-decay: the IR was captured with weight decay" + again);
     }
     if (!o.emit_ir.empty()) throw UsageError("--emit-ir: the input is already a kernel IR");
+    if (o.mode_option->count() > 0 && o.mode != to_string(ir.list.mode)) {
+        throw UsageError("--mode " + o.mode + ": the IR was captured as " + std::string(to_string(ir.list.mode)) + again);
+    }
     if (o.num_gpus != 1) {
         throw UsageError("--num-gpus: a kernel IR does not say which layer each parameter belongs to; predict data-parallel "
                          "training from a layer graph (--graph) or a built-in model (--model)");
@@ -238,9 +254,17 @@ void check_ir_options(const PredictOptions& o, const KernelIr& ir, OptimizerKind
 roofsim::PredictOptions predict_options(PredictOptions& o) {
     roofsim::PredictOptions options;
     const auto mode = precision_mode_from_key(o.precision);
-    if (!mode) throw UsageError("unknown precision mode '" + o.precision + "'; use fp32, fp32-strict, tf32, amp-bf16, amp-fp16 or bf16");
+    if (!mode) throw UsageError("unknown precision mode '" + o.precision + "'; use " + precision_mode_list);
     const auto optimizer = optimizer_from_key(o.optimizer);
     if (!optimizer) throw UsageError("unknown optimizer '" + o.optimizer + "'; use sgd, adam, adamw or none");
+    options.lowering.mode = step_mode_arg(o.mode);
+    if (options.lowering.mode == StepMode::inference) {
+        if ((o.optimizer_option->count() > 0 && *optimizer != OptimizerKind::none) || o.fused_option->count() > 0 ||
+            o.no_weight_decay_option->count() > 0) {
+            throw UsageError("--optimizer/--fused/--no-weight-decay: an inference forward (--mode inference) has no optimizer step");
+        }
+        if (o.num_gpus != 1) throw UsageError("--num-gpus: data-parallel prediction is of training; --mode inference runs on one GPU");
+    }
     if (o.batch_text == "max") {
         o.batch_max = true;
         o.batch = 1;
@@ -349,6 +373,7 @@ void add_source_options(CLI::App* cmd, PredictOptions& o) {
 
 void add_training_options(CLI::App* cmd, PredictOptions& o) {
     cmd->add_option("--gpu", o.gpu, "GPU key or nvidia-smi name (default: the calibration's GPU)");
+    o.mode_option = cmd->add_option("--mode", o.mode, step_mode_help)->capture_default_str();
     o.precision_option =
         cmd->add_option("--precision", o.precision, "PyTorch precision mode: fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16, fp16-master (apex amp O2)")->capture_default_str();
     o.batch_option = cmd->add_option("--batch", o.batch_text,
@@ -402,7 +427,7 @@ void add_output_options(CLI::App* cmd, PredictOptions& o) {
 
 Command add_predict_command(CLI::App& app) {
     auto o = std::make_shared<PredictOptions>();
-    auto* cmd = app.add_subcommand("predict", "Predict one training step: per-layer times, totals, memory");
+    auto* cmd = app.add_subcommand("predict", "Predict one training step or inference forward: per-layer times, totals, memory");
     add_source_options(cmd, *o);
     add_training_options(cmd, *o);
     add_cost_options(cmd, *o);

@@ -1,4 +1,4 @@
-"""roofsim_export: a PyTorch model's training step as roofsim's kernel IR (docs/ir-format.md).
+"""roofsim_export: a PyTorch model's training step (or inference forward) as roofsim's kernel IR (docs/ir-format.md).
 
     import roofsim_export
     ir = roofsim_export.export(model, {"x": torch.empty(32, 3, 224, 224), "y": torch.empty(32, dtype=torch.long)},
@@ -7,7 +7,8 @@
 
 One training step (zero_grad, forward, loss, backward, optimizer.step) runs on fake tensors: no
 memory, no data, no GPU. Every aten op it dispatches becomes one or more kernels. docs/export.md
-describes what is captured and what is not.
+describes what is captured and what is not. mode="inference" captures one forward of the model in
+eval() under torch.inference_mode() instead: no loss, no backward, no optimizer.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import torch
 
 from . import compat
 from .capture import WEIGHT_DECAY, Capture, ExportError, StepSpec, capture_step
-from .models import generic_loss_fn, split_targets
+from .models import call_model, generic_loss_fn, split_targets
 from .precision import MODES, parse_dtype
-from .writer import document, dumps, problems, summary, unknown_kernels, write_atomic
+from .writer import STEP_MODES, document, dumps, problems, summary, unknown_kernels, write_atomic
 
 __all__ = ["export", "write", "summary", "ExportError", "problems", "__version__"]
 
@@ -30,6 +31,11 @@ MEMORY_METHOD = ("peak of live tensor storages over the recorded step, tracked o
                  "op (each allocation rounded up to 512 B as the CUDA caching allocator does), from "
                  "zero_grad(set_to_none=True) on: parameters, gradients, optimizer state, inputs, activations "
                  "and temporaries; cuBLAS/cuDNN workspaces not included")
+INFERENCE_MEMORY_METHOD = ("peak of live tensor storages over the recorded forward (model.eval(), "
+                           "torch.inference_mode(): nothing saved for a backward), tracked on fake tensors after "
+                           "every op (each allocation rounded up to 512 B as the CUDA caching allocator does): "
+                           "parameters, buffers, inputs, activations and temporaries; no gradients, no optimizer "
+                           "state; cuBLAS/cuDNN workspaces not included")
 
 
 def _as_meta(name, value):
@@ -43,10 +49,10 @@ def _as_meta(name, value):
 
 
 def export(model: torch.nn.Module, inputs: dict, *, loss=None, targets=None, precision: str = "fp32",
-           optimizer: str = "sgd", fused: bool = False, batch: int | None = None, model_name: str | None = None,
+           optimizer: str | None = None, fused: bool = False, batch: int | None = None, model_name: str | None = None,
            fake_device: str = "auto", strict: bool = False, description: str | None = None,
-           notes=None) -> dict:
-    """The kernel IR of one training step of `model`.
+           notes=None, mode: str = "training", forward=None) -> dict:
+    """The kernel IR of one training step of `model` (mode="inference": of one inference forward).
 
     model        an nn.Module (real or on the meta device; it is not modified: its parameters are
                  swapped for fake tensors during the capture and put back afterwards)
@@ -55,7 +61,13 @@ def export(model: torch.nn.Module, inputs: dict, *, loss=None, targets=None, pre
                  input is a target (named target, targets, labels, label or y, or listed in `targets`),
                  else the output's .loss, else output.float().sum()
     precision    fp32, fp32-strict, tf32, amp-bf16, amp-fp16 (with GradScaler), bf16
-    optimizer    none, sgd, adam, adamw (tools/validate/measure_pytorch.py's settings), foreach or fused
+    optimizer    none, sgd, adam, adamw (tools/validate/measure_pytorch.py's settings), foreach or fused;
+                 default sgd (training), none (inference, which takes no other)
+    mode         training (zero_grad, forward, loss, backward, optimizer step) or inference (one forward
+                 of the model in eval() under torch.inference_mode(), autocast as `precision` says; no
+                 loss, no backward, no optimizer)
+    forward      inference only: forward(model, inputs) -> output, the inputs without the targets;
+                 default: the model called with them (by keyword where forward takes their names)
     fake_device  auto (CUDA where this torch can run autograd on fake CUDA tensors, else CPU with the
                  CUDA behaviour emulated), cuda or cpu
     strict       raise ExportError when any kernel is of kind unknown
@@ -63,6 +75,20 @@ def export(model: torch.nn.Module, inputs: dict, *, loss=None, targets=None, pre
     Raises ExportError naming the module and aten op when the step cannot be captured."""
     if precision not in MODES:
         raise ExportError(f"unknown precision mode '{precision}' ({', '.join(MODES)})")
+    if mode not in STEP_MODES:
+        raise ExportError(f"unknown mode '{mode}' ({', '.join(STEP_MODES)})")
+    inference = mode == "inference"
+    if inference:
+        if optimizer not in (None, "none"):
+            raise ExportError(f"mode inference runs no optimizer step: optimizer must be none, not '{optimizer}'")
+        if fused:
+            raise ExportError("mode inference runs no optimizer step: fused=True does not apply")
+        if loss is not None:
+            raise ExportError("mode inference computes no loss: pass forward=fn(model, inputs) instead of loss")
+        optimizer = "none"
+    elif forward is not None:
+        raise ExportError("forward= is for mode inference; a training step takes loss=")
+    optimizer = optimizer or "sgd"
     if optimizer not in OPTIMIZERS:
         raise ExportError(f"unknown optimizer '{optimizer}' ({', '.join(OPTIMIZERS)})")
     if fused and optimizer == "none":
@@ -70,28 +96,34 @@ def export(model: torch.nn.Module, inputs: dict, *, loss=None, targets=None, pre
     if fake_device not in ("auto", "cuda", "cpu"):
         raise ExportError(f"unknown fake device '{fake_device}' (auto, cuda, cpu)")
     tensors = {k: _as_meta(k, v) for k, v in inputs.items()}
-    if loss is None:
-        loss = generic_loss_fn(split_targets(list(tensors), targets))
-    mode = MODES[precision]
-    spec = StepSpec(model, tensors, loss, optimizer, fused, grad_scaler=precision == "amp-fp16")
+    if inference:  # the targets are the loss's: the forward takes the other inputs
+        names = split_targets(list(tensors), targets)
+        spec = StepSpec(model, {k: v for k, v in tensors.items() if k not in names}, forward or call_model,
+                        "none", False, grad_scaler=False, inference=True)
+    else:
+        if loss is None:
+            loss = generic_loss_fn(split_targets(list(tensors), targets))
+        spec = StepSpec(model, tensors, loss, optimizer, fused, grad_scaler=precision == "amp-fp16")
+    precision_mode = MODES[precision]
     notes = list(notes or [])
     try:
-        cap = capture_step(spec, mode, fake_device)
+        cap = capture_step(spec, precision_mode, fake_device)
     except ExportError as exc:
         if not (exc.data_dependent and exc.libraries_patched):
             raise
         # transformers' eager path asked a question about unknown data: its traced path does not
-        cap = capture_step(spec, mode, fake_device, eager_libraries=False)
+        cap = capture_step(spec, precision_mode, fake_device, eager_libraries=False)
         notes.append(f"transformers ran its traced-graph path (explicit attention masks), its eager path "
                      f"reading tensor values: {exc}")
     if batch is None:
         batch = next((int(t.shape[0]) for t in tensors.values() if t.dim()), 1)
     cls = type(model)
     description = description or f"{cls.__module__}.{cls.__qualname__}"
-    memory = dict(cap.memory, method=MEMORY_METHOD)
+    memory = dict(cap.memory, method=INFERENCE_MEMORY_METHOD if inference else MEMORY_METHOD)
     doc = document(model=model_name or cls.__name__, precision=precision, batch=batch, optimizer=optimizer,
-                   fused=fused, weight_decay=WEIGHT_DECAY.get(optimizer, 0.0) != 0, parameters=cap.parameters, origin=origin(description, cap, optimizer, notes),
-                   memory=memory, kernels=cap.kernels, model_code=cap.model_code)
+                   fused=fused, weight_decay=WEIGHT_DECAY.get(optimizer, 0.0) != 0, parameters=cap.parameters,
+                   origin=origin(description, cap, optimizer, notes, mode),
+                   memory=memory, kernels=cap.kernels, model_code=cap.model_code, mode=mode)
     bad = problems(doc)
     if bad:  # a bug in the exporter, never the user's model
         raise ExportError("internal error: the exported IR breaks docs/ir-format.md: " + "; ".join(bad[:5]))
@@ -100,7 +132,7 @@ def export(model: torch.nn.Module, inputs: dict, *, loss=None, targets=None, pre
     return doc
 
 
-def origin(description: str, cap: Capture, optimizer: str, notes=None) -> str:
+def origin(description: str, cap: Capture, optimizer: str, notes=None, mode: str = "training") -> str:
     step = "zero_grad, forward, loss, backward" + (f", {optimizer}.step" if optimizer != "none" else "")
     if cap.emulated:
         how = ("fake CPU tensors standing in for CUDA (this torch cannot run autograd on fake CUDA tensors "
@@ -108,8 +140,10 @@ def origin(description: str, cap: Capture, optimizer: str, notes=None) -> str:
                "attention emulated")
     else:
         how = "fake CUDA tensors"
+    what = ("one inference forward (model.eval(), torch.inference_mode(); no loss, backward or optimizer)"
+            if mode == "inference" else f"one training step ({step})")
     text = f"exported by roofsim_export {__version__} from {description} (torch {compat.TORCH_VERSION}): " \
-           f"one training step ({step}) on {how}"
+           f"{what} on {how}"
     if cap.fill_ins:
         text += "; shape rules for ops without meta kernels: " + ", ".join(cap.fill_ins)
     if notes:

@@ -1,6 +1,6 @@
-"""python3 -m roofsim_export MODEL ... -o FILE.json: one training step of a PyTorch model as
-roofsim's kernel IR. Exit codes: 0 written, 1 the step cannot be captured (nothing written),
-2 usage error."""
+"""python3 -m roofsim_export MODEL ... -o FILE.json: one training step of a PyTorch model (or, with
+--mode inference, one inference forward) as roofsim's kernel IR. Exit codes: 0 written, 1 the step
+cannot be captured (nothing written), 2 usage error."""
 
 from __future__ import annotations
 
@@ -39,6 +39,11 @@ optimizers (tools/validate/measure_pytorch.py's settings; foreach, or one fused 
   adam         Adam(lr=1e-4)
   none         forward and backward only
 
+modes:
+  training     zero_grad, forward, loss, backward, optimizer step (default)
+  inference    one forward of model.eval() under torch.inference_mode() (autocast as --precision
+               says): no loss, no backward, no optimizer; targets are not passed to the model
+
 examples:
   PYTHONPATH=tools python3 -m roofsim_export torchvision:resnet50 --batch 32 --precision amp-bf16 -o resnet50.json
   roofsim predict --ir resnet50.json --gpu h200-sxm
@@ -48,6 +53,7 @@ examples:
   python3 -m roofsim_export my_model.py:build --input x=float32[B,784] --input y=int64[B] --batch 256 \\
       --optimizer adamw --fused -o mlp.json
   python3 -m roofsim_export torchvision:resnet18 --input x=float32[B,3,128,128] --strict -o r18.json
+  python3 -m roofsim_export torchvision:resnet50 --batch 1 --precision amp-bf16 --mode inference -o r50-infer.json
 
 The step runs on fake tensors (no memory, no data, no GPU). A model whose forward reads tensor
 values (.item(), `if tensor:`, boolean masks) cannot be captured; the error names the module and
@@ -61,8 +67,8 @@ def parser() -> argparse.ArgumentParser:
     from . import __version__
     ap = argparse.ArgumentParser(
         prog="python3 -m roofsim_export",
-        description="Export one training step of a PyTorch model (forward, loss, backward, optimizer step) as "
-                    "roofsim's kernel IR (docs/ir-format.md), captured on fake tensors.",
+        description="Export one training step of a PyTorch model (forward, loss, backward, optimizer step), or "
+                    "one inference forward, as roofsim's kernel IR (docs/ir-format.md), captured on fake tensors.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model", metavar="MODEL",
                     help="torchvision:NAME, transformers:TYPE, path/to/file.py:FACTORY or package.module:FACTORY")
@@ -73,8 +79,11 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--precision", default="fp32",
                     choices=["fp32", "fp32-strict", "tf32", "amp-bf16", "amp-fp16", "bf16"],
                     help="precision mode (default fp32)")
+    ap.add_argument("--mode", default="training", choices=["training", "inference"],
+                    help="training: one training step (default); inference: one forward of model.eval() under "
+                         "torch.inference_mode(), no loss, backward or optimizer")
     ap.add_argument("--optimizer", choices=["none", "sgd", "adam", "adamw"],
-                    help="optimizer (default: sgd, adamw for transformers)")
+                    help="optimizer (default: sgd, adamw for transformers; none with --mode inference)")
     ap.add_argument("--fused", action="store_true", help="fused optimizer (fused=True) instead of foreach")
     ap.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                     help="model configuration (repeatable): transformers config fields, torchvision or factory "
@@ -100,6 +109,11 @@ def main(argv=None) -> int:
         ap.error("--seq-len must be positive")
     if args.fused and args.optimizer == "none":
         ap.error("--fused needs an optimizer")
+    inference = args.mode == "inference"
+    if inference and args.optimizer not in (None, "none"):
+        ap.error(f"--optimizer {args.optimizer}: --mode inference runs no optimizer step (leave --optimizer out)")
+    if inference and args.fused:
+        ap.error("--fused: --mode inference runs no optimizer step")
 
     try:
         import torch
@@ -116,11 +130,17 @@ def main(argv=None) -> int:
         config = parse_config(args.config)
         built = build(args.model, batch=args.batch, seq_len=args.seq_len, config=config, inputs=inputs,
                       task=args.task)
-        optimizer = args.optimizer or built.default_optimizer
         batch = args.batch or next((int(t.shape[0]) for t in built.inputs.values() if t.dim()), 1)
-        doc = export(built.model, built.inputs, loss=built.loss_fn, precision=args.precision, optimizer=optimizer,
-                     fused=args.fused, batch=batch, model_name=built.name, fake_device=args.fake_device,
-                     description=built.description, notes=built.notes)
+        if inference:  # the model's forward alone: no loss (its notes name it), no optimizer
+            doc = export(built.model, built.inputs, forward=built.forward_fn, targets=built.targets,
+                         precision=args.precision, optimizer="none", batch=batch, model_name=built.name,
+                         fake_device=args.fake_device, description=built.description, mode="inference",
+                         notes=[n for n in built.notes if not n.startswith(("loss ", "cross_entropy "))])
+        else:
+            optimizer = args.optimizer or built.default_optimizer
+            doc = export(built.model, built.inputs, loss=built.loss_fn, precision=args.precision,
+                         optimizer=optimizer, fused=args.fused, batch=batch, model_name=built.name,
+                         fake_device=args.fake_device, description=built.description, notes=built.notes)
         if args.strict:
             check_strict(doc)
         write(doc, args.output)

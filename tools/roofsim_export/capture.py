@@ -19,7 +19,14 @@ How:
     python_seconds, beside this host's time of the Python reference work around the forward.
 
 A warm-up step runs first, unrecorded (the optimizer creates its state on its first step, and SGD's
-first momentum step clones instead of updating); the second step is recorded."""
+first momentum step clones instead of updating); the second step is recorded.
+
+Inference (StepSpec.inference): the model in eval() and each step one forward under
+torch.inference_mode() (autocast as the precision mode says), with no loss, no backward and no
+optimizer. No tensor has an autograd node then, so no node is claimed and no backward op runs; the
+module hooks and the model-code clock work as in a training forward. The autograd keys are skipped
+too, and with them the decomposition of composite ops (aten::linear into t and addmm): the recorder
+runs it itself (compat.composite_kernel), so the ops recorded are those a training forward records."""
 
 from __future__ import annotations
 
@@ -117,6 +124,14 @@ class Recorder(compat.TorchDispatchMode):
                 return func(*args, **kwargs)
         if namespace == "prim":  # device/layout queries of fake tensors
             return func(*args, **kwargs)
+        if self.session.inference and torch.is_inference_mode_enabled():
+            # under torch.inference_mode() no autograd key decomposes a composite op (linear, dropout,
+            # to, batch_norm) before this mode sees it, as one does in training; the GPU runs the ops
+            # it decomposes into: decompose it here, with this mode seeing each of them
+            composite = compat.composite_kernel(func)
+            if composite is not None:
+                with self:
+                    return composite(*args, **kwargs)
         return self.session.dispatch(func, args, kwargs)
 
 
@@ -149,6 +164,7 @@ class Session:
         self.clock: model_code.Clock | None = None    # the recorded forward's model-code clock
         self.hook_overheads = (0.0, 0.0)  # the hooks' cost at a known / another module call (model_code.py)
         self.references: list[float] = []  # each call of the Python reference work around the timed forwards
+        self.inference = False  # an inference capture (StepSpec.inference): no loss, no backward
         self.code_totals: list[float] = []  # the model code's total in each timed forward (model_code.TIMED_FORWARDS)
 
     # -- fake tensors ---------------------------------------------------------------------------
@@ -350,7 +366,7 @@ class Session:
         if self.stack:
             top = self.stack[-1]
             return Owner(top.path, top.known, top.type_name)
-        return Owner("loss")
+        return Owner("" if self.inference else "loss")  # outside the model: the loss's, or (inference) the model's code
 
     # -- autograd nodes -------------------------------------------------------------------------
 
@@ -633,13 +649,15 @@ def _first_line(exc: BaseException) -> str:
 
 @dataclass
 class StepSpec:
-    """What one training step is: the model, its fake inputs, the loss, the optimizer."""
+    """What one training step is: the model, its fake inputs, the loss, the optimizer; or, with
+    inference, one forward of the model in eval() under torch.inference_mode()."""
     model: nn.Module
     inputs: dict
-    loss_fn: object            # loss_fn(model, inputs) -> scalar tensor
+    loss_fn: object            # loss_fn(model, inputs) -> scalar tensor; inference: forward(model, inputs)
     optimizer: str = "sgd"     # none, sgd, adam, adamw
     fused: bool = False
     grad_scaler: bool = False  # amp-fp16: torch.amp.GradScaler's ops around the optimizer
+    inference: bool = False    # the forward alone, model.eval() under torch.inference_mode()
 
 
 @dataclass
@@ -753,16 +771,25 @@ def capture_step(spec: StepSpec, precision: Precision, fake_device: str = "auto"
                  eager_libraries: bool = True) -> Capture:
     device, emulated = choose_device(fake_device)
     session = Session(precision, device, emulated)
+    session.inference = spec.inference
     model = spec.model
     emulation = CudaEmulation(precision.autocast) if emulated else contextlib.nullcontext()
     if emulated:  # the casts of a layer called as a function are that call's, as autocast's are on CUDA
         emulation.around = session.functional_call
     handles = []
     patched = False
+    flags = [(m, m.training) for m in model.modules()]  # put back afterwards: the model is not changed
+    # inference: the forwards, and the calibrations of the clock's costs, under torch.no_grad() (the
+    # kernels torch.inference_mode() runs, without its view and version bookkeeping, which fake
+    # tensors refuse: "Cannot set version_counter for inference tensor")
+    grad_mode = torch.no_grad if spec.inference else contextlib.nullcontext
     try:
         with compat.quiet(), fake_parameters(session, model, precision.param_dtype), emulation, \
                 libraries_eager(eager_libraries) as patched:
-            model.train()
+            if spec.inference:
+                model.eval()
+            else:
+                model.train()
             inputs = {k: session.fake_like(v, precision.param_dtype if v.is_floating_point() and
                                            precision.param_dtype != torch.float32 else v.dtype)
                       if isinstance(v, torch.Tensor) else v for k, v in spec.inputs.items()}
@@ -790,10 +817,13 @@ def capture_step(spec: StepSpec, precision: Precision, fake_device: str = "auto"
                 with recorder:
                     _run_step(session, spec, model, inputs, opt, scaler, emulation, record=False)
                     # the model-code clock's own costs, under the modes the recorded step runs in
-                    probe = session.fake_empty((1,), torch.float32).requires_grad_()
-                    overhead = model_code.mode_overhead_per_call(probe)
-                    session.calibrate_hooks(probe)
-                    del probe
+                    with grad_mode():
+                        probe = session.fake_empty((1,), torch.float32)
+                        if not spec.inference:
+                            probe.requires_grad_()
+                        overhead = model_code.mode_overhead_per_call(probe)
+                        session.calibrate_hooks(probe)
+                        del probe
                     # the model code in forwards before the recorded one (model_code.TIMED_FORWARDS),
                     # each a whole step as the recorded one runs, what it recorded dropped
                     session.root = model
@@ -811,7 +841,7 @@ def capture_step(spec: StepSpec, precision: Precision, fake_device: str = "auto"
                     clock, session.clock = session.clock, None
                     session.code_totals.append(clock.total)
                     session.scale_model_code(model_code.median_scale(session.code_totals, clock.total))
-                memory = _memory_summary(session, model, opt)
+                memory = _memory_summary(session, model, opt, spec.inference)
                 trainable = list({id(p): p for p in model.parameters() if p.requires_grad}.values())
                 parameters = {"elements": sum(int(p.numel()) for p in trainable), "tensors": len(trainable)}
                 del opt, inputs
@@ -826,6 +856,8 @@ def capture_step(spec: StepSpec, precision: Precision, fake_device: str = "auto"
     finally:
         for h in handles:
             h.remove()
+        for m, training in flags:
+            m.training = training
         session.stack.clear()
         session.claimed.clear()
         session.pending.clear()
@@ -839,7 +871,18 @@ def capture_step(spec: StepSpec, precision: Precision, fake_device: str = "auto"
                    parameters, patched, code)
 
 
+def _autocast(session: Session, emulation):
+    if session.precision.autocast is None:
+        return contextlib.nullcontext()
+    if session.emulated:
+        return emulation.autocast()
+    return compat.autocast_cuda(session.precision.autocast)
+
+
 def _run_step(session: Session, spec: StepSpec, model, inputs, opt, scaler, emulation, record: bool):
+    if spec.inference:
+        _run_forward(session, spec, model, inputs, emulation, record)
+        return
     session.recording = record
     session.stack.clear()
     session.bw_owner = None
@@ -851,12 +894,7 @@ def _run_step(session: Session, spec: StepSpec, model, inputs, opt, scaler, emul
         for p in model.parameters():
             p.grad = None
     session.phase = "forward"
-    if session.precision.autocast is None:
-        autocast = contextlib.nullcontext()
-    elif session.emulated:
-        autocast = emulation.autocast()
-    else:
-        autocast = compat.autocast_cuda(session.precision.autocast)
+    autocast = _autocast(session, emulation)
     # the recorded forward: the model's own code timed between its torch calls (model_code.py)
     torch_calls = (model_code.TorchCalls(session.clock, session.code_running, session.torch_call)
                    if session.clock else contextlib.nullcontext())
@@ -908,6 +946,34 @@ def _run_step(session: Session, spec: StepSpec, model, inputs, opt, scaler, emul
     session.recording = False
 
 
+def _run_forward(session: Session, spec: StepSpec, model, inputs, emulation, record: bool):
+    """Inference: one forward of the model (in eval()) under torch.no_grad() (the kernels
+    torch.inference_mode() runs), and autocast where the precision mode has it; no loss, no backward,
+    no optimizer. Its output is dropped."""
+    session.recording = record
+    session.stack.clear()
+    session.bw_owner = None
+    session.last_bw_known = None
+    session.phase = "forward"
+    torch_calls = (model_code.TorchCalls(session.clock, session.code_running, session.torch_call)
+                   if session.clock else contextlib.nullcontext())
+    if session.clock is not None:  # this host's Python speed, just before the forward and just after
+        session.references.extend(model_code.python_reference_calls(model_code.REFERENCE_CALLS))
+    with torch.no_grad(), _autocast(session, emulation):
+        with torch_calls:
+            out = spec.loss_fn(model, inputs)
+        if session.clock is not None:
+            session.clock.finish()
+    if session.clock is not None:
+        session.references.extend(model_code.python_reference_calls(model_code.REFERENCE_CALLS))
+    del out
+    session.stack.clear()
+    session.pending.clear()  # no autograd node to claim: nothing runs after the forward
+    session.claimed.clear()
+    session.phase = None
+    session.recording = False
+
+
 def _grad_scaler_step(session: Session, opt, grads, scaler, fused: bool):
     """The ops torch.amp.GradScaler.step runs before optimizer.step(), assuming (as in steady-state
     training) that no gradient is inf or NaN. A fused optimizer unscales inside its kernel: the
@@ -955,10 +1021,10 @@ def _resident(model, inputs, opt, scaler):
     return out
 
 
-def _memory_summary(session: Session, model, opt) -> dict:
+def _memory_summary(session: Session, model, opt, inference: bool = False) -> dict:
     params = {id(p): p for p in model.parameters()}.values()
     param_bytes = sum(int(p.numel()) * element_size(p.dtype) for p in params)
-    grad_bytes = sum(int(p.numel()) * element_size(p.dtype) for p in params if p.requires_grad)
+    grad_bytes = 0 if inference else sum(int(p.numel()) * element_size(p.dtype) for p in params if p.requires_grad)
     state_bytes = 0
     if opt is not None:
         for state in opt.state.values():

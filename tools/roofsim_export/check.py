@@ -1,10 +1,11 @@
 """python3 -m roofsim_export.check MODEL [options]: the exporter against a real step, on a CUDA GPU.
 
-Runs one training step of MODEL for real (after one warm-up step, as the exporter does) under a
+Runs one training step (with --mode inference: one forward of the model in eval() under
+torch.inference_mode()) of MODEL for real (after one warm-up step, as the exporter does) under a
 dispatch mode that counts the aten ops of each phase, and reads torch.cuda.max_memory_allocated
 over it; then exports the same model and compares: the count of each aten op per phase, and the
 peak memory. Exit code 0 when every count agrees, 1 otherwise (or when the export fails), 2 for
-usage errors. Takes MODEL, --input, --batch, --seq-len, --precision, --optimizer, --fused,
+usage errors. Takes MODEL, --input, --batch, --seq-len, --precision, --mode, --optimizer, --fused,
 --config, --task and --fake-device as `python3 -m roofsim_export` does.
 
     PYTHONPATH=tools python3 -m roofsim_export.check torchvision:resnet50 --batch 32 --precision amp-bf16
@@ -21,7 +22,7 @@ import sys
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from . import ExportError, export
+from . import ExportError, compat, export
 from .capture import make_optimizer
 from .models import UsageError, build, parse_config, parse_input
 from .precision import MODES
@@ -40,6 +41,11 @@ class _Count(TorchDispatchMode):
         self.counts = collections.Counter()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if torch.is_inference_mode_enabled():  # as the exporter's recorder: composite ops decomposed
+            composite = compat.composite_kernel(func)
+            if composite is not None:
+                with self:
+                    return composite(*args, **(kwargs or {}))
         out = func(*args, **(kwargs or {}))
         if self.on and self.phase and getattr(func, "namespace", "") == "aten":
             self.counts[(self.phase, func._schema.name)] += 1
@@ -103,6 +109,27 @@ def real_step(model, inputs, loss_fn, precision, optimizer, fused):
     return counter.counts, peak
 
 
+def real_forward(model, inputs, forward_fn, precision):
+    """Inference: counts of (forward, aten op) of the second of two real forwards (model.eval(),
+    torch.inference_mode(), autocast as the precision mode says), and its peak memory."""
+    mode = MODES[precision]
+    counter = _Count()
+    with counter:
+        for record in (False, True):
+            torch.cuda.synchronize()
+            if record:
+                torch.cuda.reset_peak_memory_stats()
+            counter.on = record
+            counter.phase = "forward"
+            with torch.inference_mode(), \
+                    torch.autocast("cuda", dtype=mode.autocast) if mode.autocast else contextlib.nullcontext():
+                out = forward_fn(model, inputs)
+            counter.phase = None
+            del out
+    torch.cuda.synchronize()
+    return counter.counts, torch.cuda.max_memory_allocated()
+
+
 def ir_counts(doc) -> collections.Counter:
     counts = collections.Counter()
     previous = None
@@ -128,28 +155,41 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int)
     ap.add_argument("--seq-len", type=int)
     ap.add_argument("--precision", default="fp32", choices=list(MODES))
+    ap.add_argument("--mode", default="training", choices=["training", "inference"])
     ap.add_argument("--optimizer", choices=["none", "sgd", "adam", "adamw"])
     ap.add_argument("--fused", action="store_true")
     ap.add_argument("--config", action="append", default=[])
     ap.add_argument("--task", default="auto", choices=["auto", "causal-lm", "sequence-classification"])
     ap.add_argument("--fake-device", default="auto", choices=["auto", "cuda", "cpu"])
     args = ap.parse_args(argv)
+    inference = args.mode == "inference"
+    if inference and (args.optimizer not in (None, "none") or args.fused):
+        ap.error("--mode inference runs no optimizer step: leave --optimizer and --fused out")
     if not torch.cuda.is_available():
         print("error: the real step needs a CUDA GPU", file=sys.stderr)
         return 2
     try:
         built = build(args.model, batch=args.batch, seq_len=args.seq_len, config=parse_config(args.config),
                       inputs=[parse_input(t) for t in args.input], task=args.task, meta=False)
-        optimizer = args.optimizer or built.default_optimizer
-        model = built.model.cuda().train()
+        optimizer = "none" if inference else args.optimizer or built.default_optimizer
+        model = built.model.cuda()
+        model = model.eval() if inference else model.train()
         if MODES[args.precision].param_dtype != torch.float32:
             model = model.to(MODES[args.precision].param_dtype)
         inputs = real_inputs(built, args.precision)
-        real, real_peak = real_step(model, inputs, built.loss_fn, args.precision, optimizer, args.fused)
-        torch.cuda.empty_cache()
-        doc = export(model, inputs, loss=built.loss_fn, precision=args.precision, optimizer=optimizer,
-                     fused=args.fused, model_name=built.name, fake_device=args.fake_device,
-                     description=built.description)
+        if inference:  # the forward takes no targets
+            forward_inputs = {k: v for k, v in inputs.items() if k not in built.targets}
+            real, real_peak = real_forward(model, forward_inputs, built.forward_fn, args.precision)
+            torch.cuda.empty_cache()
+            doc = export(model, inputs, forward=built.forward_fn, targets=built.targets, precision=args.precision,
+                         optimizer="none", model_name=built.name, fake_device=args.fake_device,
+                         description=built.description, mode="inference")
+        else:
+            real, real_peak = real_step(model, inputs, built.loss_fn, args.precision, optimizer, args.fused)
+            torch.cuda.empty_cache()
+            doc = export(model, inputs, loss=built.loss_fn, precision=args.precision, optimizer=optimizer,
+                         fused=args.fused, model_name=built.name, fake_device=args.fake_device,
+                         description=built.description)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -157,9 +197,10 @@ def main(argv=None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     mine = ir_counts(doc)
-    print(f"{doc['model']} ({args.precision}, {optimizer}{', fused' if args.fused else ''}); {doc['origin']}")
+    print(f"{doc['model']} ({args.precision}, {'inference' if inference else optimizer}"
+          f"{', fused' if args.fused else ''}); {doc['origin']}")
     skip = {"aten::detach", "aten::alias"}  # fake-tensor artifacts and engine bookkeeping
-    for phase in ("forward", "backward", "optimizer"):
+    for phase in ("forward",) if inference else ("forward", "backward", "optimizer"):
         r = sum(n for (ph, op), n in real.items() if ph == phase and op not in skip)
         m = sum(n for (ph, op), n in mine.items() if ph == phase and op not in skip)
         print(f"{phase:<10} real {r:>6} aten ops, exported {m:>6}")

@@ -198,3 +198,25 @@ def named_args(func, args, kwargs) -> dict:
         elif arg.has_default_value():
             out[arg.name] = arg.default_value
     return out
+
+
+_COMPOSITE: dict = {}
+
+
+def composite_kernel(func):
+    """The op's CompositeImplicitAutograd kernel (its decomposition into other aten ops) as a callable,
+    or None where it has none. Outside torch.inference_mode() the autograd key runs it before a
+    dispatch mode sees the op; inside, nothing does (the autograd keys are skipped)."""
+    if func in _COMPOSITE:
+        return _COMPOSITE[func]
+    kernel = None
+    dk = getattr(torch._C.DispatchKey, "CompositeImplicitAutograd", None)
+    op_dk = getattr(func, "_op_dk", None)
+    try:
+        if dk is not None and op_dk is not None and torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), dk):
+            def kernel(*args, **kwargs):
+                return op_dk(dk, *args, **kwargs)
+    except Exception:
+        kernel = None
+    _COMPOSITE[func] = kernel
+    return kernel

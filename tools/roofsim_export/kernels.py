@@ -81,6 +81,7 @@ ATTENTION_OPS = {
 BATCH_NORM_OPS = {"native_batch_norm", "cudnn_batch_norm", "miopen_batch_norm", "_native_batch_norm_legit",
                   "_native_batch_norm_legit_no_training", "_native_batch_norm_legit_functional",
                   "_batch_norm_with_update", "_batch_norm_with_update_functional", "_batch_norm_no_update"}
+BATCH_NORM_EVAL_OPS = {"_native_batch_norm_legit_no_training", "_batch_norm_no_update"}  # no `training` argument
 BATCH_NORM_BACKWARD_OPS = {"native_batch_norm_backward", "cudnn_batch_norm_backward",
                            "miopen_batch_norm_backward", "batch_norm_backward"}
 NORM_OPS = {"native_layer_norm", "_fused_rms_norm", "rms_norm"}
@@ -490,6 +491,10 @@ class Mapper:
             return self.attention(name, base, na, inputs, outputs), False, None
         if base in BATCH_NORM_OPS:
             x = na.get("input")
+            if not na.get("training", base not in BATCH_NORM_EVAL_OPS):
+                # eval (running statistics): one normalizing pass, the running statistics only read
+                return [self.kernel(name, "normalization", dtype, sum_bytes(inputs), sum_bytes(outputs, out_bytes),
+                                    **per_channel(x))], False, None
             read = sum_bytes(inputs) + (tensor_bytes(x) if x is not None else 0)  # statistics pass + normalize
             return [self.kernel(name, "normalization", dtype, read, sum_bytes(written, out_bytes),
                                 **per_channel(x))], False, None

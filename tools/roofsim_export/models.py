@@ -111,6 +111,8 @@ class Built:
     default_optimizer: str = "sgd"
     notes: list = field(default_factory=list)
     highs: dict = field(default_factory=dict)  # integer inputs: values in [0, high) (for real runs)
+    forward_fn: object = None                   # inference: forward_fn(model, inputs without targets) -> output
+    targets: list = field(default_factory=list)  # the inputs only the loss takes (dropped in inference)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,13 +221,15 @@ def build_torchvision(name: str, batch: int, config: dict, inputs: list, meta: b
     specs = [x] + list(given.values()) + [y]
     tensors = {s.name: s.tensor(batch, 0) for s in specs}
 
+    def forward_fn(model, d):
+        return model(d["x"], *[d[s.name] for s in specs[1:-1]])
+
     def loss_fn(model, d):
-        out = model(d["x"], *[d[s.name] for s in specs[1:-1]])
-        return F.cross_entropy(first_tensor(out), d["y"])
+        return F.cross_entropy(first_tensor(forward_fn(model, d)), d["y"])
 
     cls = type(model)
     return Built(model, tensors, loss_fn, name, f"{cls.__module__}.{cls.__qualname__}", "sgd",
-                 [f"cross_entropy over {num_classes} classes"], {"y": num_classes})
+                 [f"cross_entropy over {num_classes} classes"], {"y": num_classes}, forward_fn, ["y"])
 
 
 def build_transformers(model_type: str, batch: int, seq_len: int, config: dict, inputs: list,
@@ -294,11 +298,15 @@ def build_transformers(model_type: str, batch: int, seq_len: int, config: dict, 
             kwargs["labels"] = d["input_ids"]  # next-token loss, as measure_pytorch.py's GPT-2 step
         return model(**kwargs).loss
 
+    def forward_fn(model, d):  # inference: the logits, no labels, no loss
+        return model(**d)
+
     name = f"{model_type}"
     mcls = type(model)
     notes.append(f"vocab {vocab}, {task}")
     highs = {"input_ids": vocab or 2, "labels": int(getattr(cfg, "num_labels", 2) or 2)}
-    return Built(model, tensors, loss_fn, name, f"{mcls.__module__}.{mcls.__qualname__}", "adamw", notes, highs)
+    return Built(model, tensors, loss_fn, name, f"{mcls.__module__}.{mcls.__qualname__}", "adamw", notes, highs,
+                 forward_fn, [n for n in tensors if n == "labels"])
 
 
 def load_factory(ref: str):
@@ -364,7 +372,7 @@ def build_factory(ref: str, batch: int | None, seq_len: int, config: dict, input
     notes = [f"loss cross_entropy(output, {targets[0]})" if targets else
              "loss output.loss if the output has one, else output.float().sum()"]
     return Built(made, tensors, generic_loss_fn(targets), ref.rpartition(":")[2],
-                 f"{cls.__module__}.{cls.__qualname__}", "sgd", notes)
+                 f"{cls.__module__}.{cls.__qualname__}", "sgd", notes, forward_fn=call_model, targets=targets)
 
 
 def resolve_batch(built_inputs: dict) -> int:

@@ -15,8 +15,9 @@ PHASES = ("forward", "backward", "optimizer")
 DTYPES = ("float32", "float16", "bfloat16", "float64", "float8", "int64", "int32", "int8", "uint8", "bool")
 UNITS = ("fp64", "fp32", "fp16", "bf16", "fp64-tensor", "tf32-tensor", "fp16-tensor", "fp16-fp16acc-tensor",
          "bf16-tensor", "fp8-tensor", "int8-tensor")
-TOP_FIELDS = ("schema_version", "kind", "model", "precision", "batch", "optimizer", "parameters", "origin", "memory",
-              "model_code", "kernels")
+STEP_MODES = ("training", "inference")  # the IR's "mode": what the kernels are one of
+TOP_FIELDS = ("schema_version", "kind", "model", "precision", "mode", "batch", "optimizer", "parameters", "origin",
+              "memory", "model_code", "kernels")
 KERNEL_FIELDS = ("op", "kind", "phase", "layer", "dtype", "unit", "flops", "bytes_read", "bytes_written", "gemm",
                  "conv", "attention", "norm", "host_dispatch", "sync", "mixed_dtypes", "strided", "host_op", "source_op", "flag",
                  "args", "python_seconds")
@@ -24,12 +25,14 @@ MEMORY_FIELDS = ("parameters_bytes", "gradients_bytes", "optimizer_state_bytes",
 
 
 def document(*, model: str, precision: str, batch: int, optimizer: str, fused: bool, weight_decay: bool,
-             parameters: dict, origin: str, memory: dict, kernels: list, model_code: dict | None = None) -> dict:
+             parameters: dict, origin: str, memory: dict, kernels: list, model_code: dict | None = None,
+             mode: str = "training") -> dict:
     doc = {
         "schema_version": 1,
         "kind": "roofsim-kernel-ir",
         "model": model,
         "precision": precision,
+        "mode": mode,
         "batch": int(batch),
         "optimizer": {"kind": optimizer, "fused": bool(fused), "weight_decay": bool(weight_decay)},
         "parameters": parameters,
@@ -59,7 +62,12 @@ def problems(doc: dict) -> list[str]:
         bad("schema_version", "expected 1")
     if doc.get("kind") != "roofsim-kernel-ir":
         bad("kind", 'expected "roofsim-kernel-ir"')
+    mode = doc.get("mode", "training")
+    if mode not in STEP_MODES:
+        bad("mode", "expected training or inference")
     opt = doc.get("optimizer")
+    if mode == "inference" and isinstance(opt, dict) and opt.get("kind", "none") != "none":
+        bad("optimizer.kind", "an inference IR runs no optimizer: expected none")
     if opt is not None and (not isinstance(opt, dict) or opt.get("kind") not in ("none", "sgd", "adam", "adamw")
                             or not isinstance(opt.get("fused", False), bool)
                             or not isinstance(opt.get("weight_decay", True), bool)
@@ -106,6 +114,8 @@ def problems(doc: dict) -> list[str]:
             bad(f"{p}.kind", f"unknown kind {k.get('kind')!r}")
         if k.get("phase") not in PHASES:
             bad(f"{p}.phase", f"unknown phase {k.get('phase')!r}")
+        elif mode == "inference" and k["phase"] != "forward":
+            bad(f"{p}.phase", f"an inference IR holds forward kernels only, not {k['phase']}")
         if "dtype" in k and k["dtype"] not in DTYPES:
             bad(f"{p}.dtype", f"unknown dtype {k['dtype']!r}")
         if "unit" in k and k["unit"] not in UNITS:
@@ -209,7 +219,8 @@ def summary(doc: dict) -> str:
         r[0] += 1
         r[1] += k.get("flops", 0)
         r[2] += k.get("bytes_read", 0) + k.get("bytes_written", 0)
-    lines = [f"{doc.get('model', '')}: {doc.get('precision', '')}, batch {doc.get('batch', '')}, "
+    inference = ", inference (forward only)" if doc.get("mode") == "inference" else ""
+    lines = [f"{doc.get('model', '')}: {doc.get('precision', '')}{inference}, batch {doc.get('batch', '')}, "
              f"optimizer {doc['optimizer']['kind']}{' (fused)' if doc['optimizer']['fused'] else ''}",
              f"{'phase':<10} {'kind':<14} {'kernels':>8} {'GFLOP':>12} {'MB moved':>12}"]
     for phase in PHASES:

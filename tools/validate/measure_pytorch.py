@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Measure real PyTorch training times, the reference that roofsim's predictions are checked against.
+"""Measure real PyTorch training (and, with --mode inference, inference) times, the reference that
+roofsim's predictions are checked against.
 
 What it measures
   * Layer cases: one layer or functional op on fixed shapes under one precision mode.  Per case:
@@ -12,20 +13,28 @@ What it measures
     small (transformers), built from their configs (no weights are downloaded).  Per case: step
     time (zero_grad + forward + loss + backward + optimizer.step), the forward, forward+backward
     and optimizer phases timed separately, and peak memory over one step.
+  * Inference model cases (--mode inference, instead of all the above): ResNet-50 and ViT-B/16 at
+    224 px, BERT-base at sequence 128 and GPT-2 small at 1024, each at batch 1 and a large batch,
+    in fp32 and amp-bf16.  The model is put in eval() once; the step timed is its forward alone,
+    `with torch.inference_mode(), <autocast under amp>: out = model(inputs)` (transformers models
+    called without labels, so they return logits; no KV cache): no loss, no backward, no
+    optimizer, no phases.  Peak memory over one such forward, above the model and inputs.
 
 How
   * Timer: a pair of torch.cuda.Event around the timed region, with torch.cuda.synchronize()
     before and after every repetition (time.perf_counter() on --device cpu).
   * Warm-up repetitions first (default 5, never fewer than 1), then timed repetitions (default 30
-    for layers, 15 for models, fewer where a case is slow so that --time-budget-s holds).  The
-    JSON keeps median, min, max and the sample count.  Model cases are timed in two rounds (all
-    models, then all models again: --model-rounds) and their samples pooled, so that a burst of
-    host interference during one pass does not set a host-bound step's median; model records keep
-    every sample ("values"), each round's after the one before, and how many each round took
-    ("round_samples"): how far a case's rounds came apart is the measurement's own repeatability.
+    for layers, 15 for models, fewer where a case is slow so that --time-budget-s holds; inference
+    steps under 20 ms, the host-bound batch-1 ones, take 50 a round unless --model-repeats is
+    given).  The JSON keeps median, min, max and the sample count.  Model cases (inference ones
+    too) are timed in two rounds (all models, then all models again: --model-rounds) and their
+    samples pooled, so that a burst of host interference during one pass does not set a
+    host-bound step's median; model records keep every sample ("values"), each round's after
+    the one before, and how many each round took ("round_samples"): how far a case's rounds came
+    apart is the measurement's own repeatability.
   * Before each repetition every parameter's and input's .grad is set to None, as
-    optimizer.zero_grad() does by default.  Backward is out.backward(grad) with a random gradient
-    of the output's shape and dtype, made once per case.
+    optimizer.zero_grad() does by default (training).  Backward is out.backward(grad) with a
+    random gradient of the output's shape and dtype, made once per case.
   * Inputs are random (torch.randn, torch.randint), seeded from the case id; never zeros.
   * Memory: torch.cuda.max_memory_allocated() after torch.cuda.reset_peak_memory_stats(), i.e.
     the caching allocator's figure for tensors (not what nvidia-smi shows).
@@ -96,6 +105,30 @@ METHOD = (
     "chain of 100 multiplications of a 1-element tensor, per node. Memory: "
     "torch.cuda.max_memory_allocated after reset_peak_memory_stats over "
     "one forward+backward (layers) or one step (models). Times in seconds, memory in bytes."
+)
+
+# --mode inference: the step is the model's forward alone; a step shorter than
+# INFERENCE_SHORT_STEP_SECONDS (batch 1, host-bound) takes INFERENCE_SHORT_STEP_REPEATS samples a round.
+INFERENCE_SHORT_STEP_SECONDS = 20e-3
+INFERENCE_SHORT_STEP_REPEATS = 50
+
+METHOD_INFERENCE = (
+    "Inference model cases: model.eval() once after building; the step is one forward, "
+    "`with torch.inference_mode(), torch.autocast(...) (amp modes only): out = model(inputs)` "
+    "(torchvision models return logits; transformers models are called without labels and return "
+    "their logits, no loss; GPT-2 with use_cache=False), timed with a torch.cuda.Event pair, "
+    "synchronize before and after each repetition, the output freed after each repetition outside "
+    "the timed region; no loss, backward or optimizer anywhere. --model-warmup warm-up steps "
+    "discarded; then up to --model-repeats timed steps a round (50 for a step under 20 ms, the "
+    "host-bound batch-1 ones, unless --model-repeats is given; fewer when --time-budget-s requires, "
+    "never fewer than 3), in --model-rounds passes over all cases (each pass building the model "
+    "anew), samples pooled. host_canary_seconds: the host's speed before each timed step (200 "
+    "torch.add of 1-element tensors back to back between two synchronizes, per add; the framework "
+    "probe's canary); host_backward_canary_seconds: after it, the backward() of a chain of 100 "
+    "multiplications of a 1-element tensor, per node (kept for a like-for-like record; an inference "
+    "step runs no backward). Memory: torch.cuda.max_memory_allocated after reset_peak_memory_stats "
+    "over one inference forward; baseline: memory_allocated just before it (model and inputs). "
+    "Times in seconds, memory in bytes."
 )
 
 
@@ -1259,6 +1292,151 @@ def measure_model(spec: dict, device: torch.device, clock: Clock, args, target_s
     return record
 
 
+# ----------------------------------------------------------------------------- inference cases
+
+def inference_model_cases(smoke: bool) -> list[dict]:
+    """The --mode inference model list: the training cases' models at batch 1 and a large batch, in
+    fp32 and amp-bf16; ids as the training ones with "/inference" appended."""
+    def cases(model, size, batches, modes):
+        size_key = {"resnet50": "image_size", "vit-b-16": "image_size", "mlp": "in_features"}.get(model, "seq_len")
+        out = []
+        for batch in batches:
+            tag = f"b{batch}xs{size}" if size_key == "seq_len" else f"b{batch}x{size}"
+            for mode in modes:
+                out.append({"id": f"{model}/{tag}/{mode}/inference", "model": model, "batch": batch,
+                            size_key: size, "precision": mode, "optimizer": "none", "mode": "inference"})
+        return out
+
+    if smoke:  # tiny configurations of the same code paths, plus the torch-only MLP
+        return _checked(cases("mlp", 64, (1, 8), BASE_MODES) + cases("resnet50", 32, (1,), ["amp-bf16"])
+                        + cases("vit-b-16", 32, (1,), ["fp32"]) + cases("bert-base", 16, (2,), ["amp-bf16"])
+                        + cases("gpt2-small", 16, (2,), ["fp32"]))
+    return _checked(cases("resnet50", 224, (1, 256), BASE_MODES) + cases("bert-base", 128, (1, 256), BASE_MODES)
+                    + cases("gpt2-small", 1024, (1, 32), BASE_MODES) + cases("vit-b-16", 224, (1, 256), BASE_MODES))
+
+
+def inference_forward(spec: dict):
+    """(fn(model, batch) -> output, the batch entries it takes, what it calls) for an inference case:
+    the model's own forward, no labels, no loss."""
+    name = spec["model"]
+    if name in ("mlp", "resnet50", "vit-b-16"):
+        return (lambda m, d: m(d["x"])), ("x",), "model(x) -> logits"
+    if name in ("bert-base", "gpt2-small"):
+        return ((lambda m, d: m(input_ids=d["input_ids"])), ("input_ids",),
+                "model(input_ids=input_ids), no labels -> ModelOutput with logits, no loss")
+    raise Skip(f"no inference forward for model {name!r}")
+
+
+def ready_inference_model(spec: dict, device: torch.device, smoke: bool):
+    """An inference case made ready (call it inside tf32_flags(spec["precision"])): seeded from its
+    id, built as the training cases build it, on the device in its mode's parameter dtype, in eval
+    mode, the inputs its forward takes on the device (labels dropped).
+    (seed, model, batch, fn(model, batch) -> output, info)."""
+    seed = case_seed(spec["id"])
+    torch.manual_seed(seed)
+    dtype = PRECISIONS[spec["precision"]][3]
+    forward_fn, keys, call = inference_forward(spec)
+    model, batch, _, info = build_model(spec, device, smoke)
+    model.to(device=device, dtype=getattr(torch, dtype))
+    model.eval()
+    batch = {k: batch[k].to(device) for k in keys}
+    if dtype == "bfloat16":
+        batch = {k: (v.to(torch.bfloat16) if v.is_floating_point() else v) for k, v in batch.items()}
+    info.pop("loss", None)
+    info.update({"call": call, "module_mode": "eval", "grad_mode": "torch.inference_mode()"})
+    return seed, model, batch, forward_fn, info
+
+
+def measure_inference_model(spec: dict, device: torch.device, clock: Clock, args, target_s: float) -> dict:
+    """Time one model's inference forward; raises Skip when it cannot run."""
+    mode = spec["precision"]
+    with tf32_flags(mode):
+        settings = precision_settings(mode)
+        build0 = time.perf_counter()
+        seed, model, batch, forward_fn, info = ready_inference_model(spec, device, args.smoke)
+        build_s = time.perf_counter() - build0
+
+        def forward():
+            with torch.inference_mode(), autocast_ctx(mode, device.type):
+                return forward_fn(model, batch)
+
+        def timed(region) -> float:
+            clock.sync()
+            clock.start()
+            result = region()
+            elapsed = clock.stop()
+            del result  # the output is freed outside the timed region, before the next repetition
+            return elapsed
+
+        if PRECISIONS[mode][2] is not None:
+            with autocast_ctx(mode, device.type):
+                if not autocast_enabled(device.type):
+                    raise Skip(f"autocast {PRECISIONS[mode][2]} not active on {device.type}")
+
+        warmup = max(1, args.model_warmup)
+        step_walls_s, output = [], None
+        for _ in range(warmup):
+            clock.sync()
+            wall0 = time.perf_counter()
+            out = forward()
+            clock.sync()
+            step_walls_s.append(time.perf_counter() - wall0)
+            if output is None:
+                logits = getattr(out, "logits", out)
+                output = {"shape": list(logits.shape), "dtype": dtype_name(logits.dtype)}
+                del logits
+            del out
+        step_wall_s = min(step_walls_s)  # the first steps pay one-time set-up
+
+        peak = baseline = None
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats(device)
+            baseline = torch.cuda.memory_allocated(device)
+            out = forward()
+            torch.cuda.synchronize()
+            peak = torch.cuda.max_memory_allocated(device)
+            del out
+
+        # What the two canaries before each sample cost, so the repetitions fit the budget.
+        wall0 = time.perf_counter()
+        canary_seconds_per_op(device)
+        backward_canary_seconds_per_node(device)
+        canary_wall_s = time.perf_counter() - wall0
+
+        # More samples for short (host-bound) steps unless --model-repeats was given; fewer where
+        # the budget requires; never fewer than 3.
+        most = args.model_repeats
+        if args.short_step_repeats is not None and step_wall_s < INFERENCE_SHORT_STEP_SECONDS:
+            most = max(most, args.short_step_repeats)
+        repeats = min(most, max(3, int(target_s / max(step_wall_s + canary_wall_s, 1e-9))))
+        canary_s, backward_canary_s, step_s = [], [], []
+        for _ in range(repeats):
+            canary_s.append(canary_seconds_per_op(device))
+            backward_canary_s.append(backward_canary_seconds_per_node(device))
+            step_s.append(timed(forward))
+
+    record = dict(spec)
+    record.update({
+        "seed": seed,
+        "precision_settings": settings,
+        "model_info": info,
+        "parameter_count": sum(q.numel() for q in model.parameters()),
+        "param_dtype": dtype_name(next(model.parameters()).dtype),
+        "output": output,
+        "warmup": warmup,
+        "build_wall_seconds": build_s,
+        "step_seconds": stats(step_s, keep_values=True),
+        "host_canary_seconds": stats(canary_s, keep_values=True),
+        "host_backward_canary_seconds": stats(backward_canary_s, keep_values=True),
+        "rounds": 1,
+        "round_samples": [len(step_s)],
+        "peak_memory_bytes": peak,
+        "baseline_memory_bytes": baseline,
+    })
+    return record
+
+
 # ----------------------------------------------------------------------------- run
 
 def describe_device(device: torch.device, key_override: str | None) -> dict:
@@ -1304,7 +1482,8 @@ def warm_up_gpu(device: torch.device, seconds: float) -> None:
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(
-        description="Time PyTorch layers and whole training steps on a GPU and write roofsim "
+        description="Time PyTorch layers and whole training steps (with --mode inference: whole models' "
+                    "inference forwards) on a GPU and write roofsim "
                     "validation JSON (data/validation/<gpu-key>-<YYYY-MM-DD>.json). "
                     "See docs/validation.md.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -1319,9 +1498,14 @@ def parse_args(argv=None):
                "repetitions; grads set to None before each; memory from max_memory_allocated.\n"
                "Cases that cannot run are listed under \"skipped\" with the reason.")
     ap.add_argument("--out", help="output JSON path (default: data/validation/<gpu-key>-<date>.json "
-                                  "in the repository, '-smoke' appended with --smoke)")
+                                  "in the repository, '-inference' appended with --mode inference, "
+                                  "then '-smoke' with --smoke)")
     ap.add_argument("--gpu-key", help="roofsim GPU key to record (default: mapped from "
                                       "torch.cuda.get_device_name(), else a slug of the name)")
+    ap.add_argument("--mode", choices=("training", "inference"), default="training",
+                    help="training (default): layer cases and whole training steps; inference: only "
+                         "model cases, each model's forward alone under torch.inference_mode() in "
+                         "eval mode, at batch 1 and a large batch, fp32 and amp-bf16")
     which = ap.add_mutually_exclusive_group()
     which.add_argument("--only-layers", action="store_true", help="run only the layer cases")
     which.add_argument("--only-models", action="store_true", help="run only the whole-model cases")
@@ -1355,7 +1539,12 @@ def parse_args(argv=None):
                     help="set torch.backends.cudnn.benchmark=True (default: PyTorch's default, False)")
     ap.add_argument("--list", action="store_true", help="print the case ids and exit")
     args = ap.parse_args(argv)
+    if args.mode == "inference" and args.only_layers:
+        ap.error("--mode inference runs only model cases (no layer cases); --only-layers cannot be used with it")
     smoke = args.smoke
+    # Inference steps under INFERENCE_SHORT_STEP_SECONDS take more samples, unless --model-repeats
+    # says how many (or --smoke keeps the run tiny).
+    args.short_step_repeats = None if (args.model_repeats is not None or smoke) else INFERENCE_SHORT_STEP_REPEATS
     for name, full, tiny in (("repeats", 30, 3), ("warmup", 5, 1), ("model_repeats", 15, 2), ("layer_rounds", 3, 1), ("model_rounds", 2, 1),
                              ("model_warmup", 5, 1), ("time_budget_s", 240.0, 120.0)):
         if getattr(args, name) is None:
@@ -1367,8 +1556,9 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    layers = [] if args.only_models else layer_cases(args.smoke)
-    models = [] if args.only_layers else model_cases(args.smoke)
+    inference = args.mode == "inference"
+    layers = [] if args.only_models or inference else layer_cases(args.smoke)
+    models = [] if args.only_layers else (inference_model_cases(args.smoke) if inference else model_cases(args.smoke))
     if args.filter:
         layers = [c for c in layers if args.filter in c["id"]]
         models = [c for c in models if args.filter in c["id"]]
@@ -1388,11 +1578,13 @@ def main(argv=None) -> int:
     gpu = describe_device(device, args.gpu_key)
     now = dt.datetime.now(dt.timezone.utc)
     out = args.out or os.path.join(REPO_ROOT, "data", "validation",
-                                   f"{gpu['key']}-{now:%Y-%m-%d}{'-smoke' if args.smoke else ''}.json")
+                                   f"{gpu['key']}-{now:%Y-%m-%d}{'-inference' if inference else ''}"
+                                   f"{'-smoke' if args.smoke else ''}.json")
     clock = Clock(device)
     doc = {
         "schema_version": SCHEMA_VERSION,
         "kind": "roofsim-validation",
+        **({"mode": "inference"} if inference else {}),  # a training file has no "mode" (as before)
         "complete": False,
         "gpu": gpu,
         "host": {"cpu": host_cpu_name(), "logical_cpus": os.cpu_count(), "platform": platform.platform()},
@@ -1416,9 +1608,23 @@ def main(argv=None) -> int:
         "skipped": [],
     }
 
+    if inference:
+        doc["method"] = METHOD_INFERENCE
+        doc["method_settings"] = {
+            "mode": "inference", "timer": clock.name, "device": str(device), "smoke": args.smoke,
+            "model_warmup": max(1, args.model_warmup), "model_repeats": args.model_repeats,
+            "short_step_seconds": INFERENCE_SHORT_STEP_SECONDS, "short_step_repeats": args.short_step_repeats,
+            "model_rounds": args.model_rounds, "min_repeats": 3, "time_budget_s": args.time_budget_s,
+            "cudnn_benchmark": torch.backends.cudnn.benchmark,
+            "cudnn_deterministic": torch.backends.cudnn.deterministic,
+            "module_mode": "eval", "grad_mode": "torch.inference_mode()",
+            "memory": "torch.cuda.max_memory_allocated after reset_peak_memory_stats (caching allocator)",
+        }
+
     t_start = time.perf_counter()
     deadline = t_start + args.time_budget_s
-    print(f"roofsim validation: {gpu['name']} (key {gpu['key']}), torch {torch.__version__}, "
+    print(f"roofsim validation{' (inference)' if inference else ''}: {gpu['name']} (key {gpu['key']}), "
+          f"torch {torch.__version__}, "
           f"{len(layers)} layer cases, {len(models)} model cases, budget {args.time_budget_s:.0f} s -> {out}",
           flush=True)
     if device.type == "cuda" and not args.smoke:
@@ -1508,18 +1714,22 @@ def main(argv=None) -> int:
             continue  # a later round that runs out of time leaves the first round's samples alone
         target_s = max(0.1, 0.6 * (deadline - t_case) / left)
         try:
-            rec = measure_model(spec, device, clock, args, target_s)
+            rec = (measure_inference_model if inference else measure_model)(spec, device, clock, args, target_s)
             if round_index == 0:
                 recorded[spec["id"]] = len(doc["model_cases"])
                 doc["model_cases"].append(rec)
             else:
                 index = recorded[spec["id"]]
                 doc["model_cases"][index] = rec = merge_model_rounds(doc["model_cases"][index], rec)
-            print(f"[{elapsed():7.1f} s]   step {rec['step_seconds']['median'] * 1e3:.2f} ms  "
-                  f"fwd {rec['forward_seconds']['median'] * 1e3:.2f} ms  "
-                  f"fwd+bwd {rec['forward_backward_seconds']['median'] * 1e3:.2f} ms  "
-                  f"opt {rec['optimizer_seconds']['median'] * 1e3:.2f} ms  "
-                  f"x{rec['step_seconds']['samples']}", flush=True)
+            if inference:
+                print(f"[{elapsed():7.1f} s]   inference step {rec['step_seconds']['median'] * 1e3:.3f} ms  "
+                      f"x{rec['step_seconds']['samples']}", flush=True)
+            else:
+                print(f"[{elapsed():7.1f} s]   step {rec['step_seconds']['median'] * 1e3:.2f} ms  "
+                      f"fwd {rec['forward_seconds']['median'] * 1e3:.2f} ms  "
+                      f"fwd+bwd {rec['forward_backward_seconds']['median'] * 1e3:.2f} ms  "
+                      f"opt {rec['optimizer_seconds']['median'] * 1e3:.2f} ms  "
+                      f"x{rec['step_seconds']['samples']}", flush=True)
         except Exception as exc:  # Skip included
             reason = str(exc) if isinstance(exc, Skip) else first_line(exc)
             if round_index == 0:

@@ -67,7 +67,7 @@ struct ValidationCase {
     std::string id;         ///< "linear/b8x1024x768->3072/fp32"
     std::string family;     ///< the op ("linear") or model ("resnet50")
     std::string precision;  ///< the mode key
-    bool model = false;     ///< a whole training step (else one layer's forward + backward)
+    bool model = false;     ///< a whole training step or inference forward (else one layer's forward + backward)
     bool in_zoo = true;     ///< model cases: the zoo builds it (else only an exported IR predicts it)
     Graph graph;
     LoweringOptions options;
@@ -206,6 +206,12 @@ inline ValidationCase model_case(const JsonCursor& c, std::optional<std::int64_t
     auto opt = optimizer_from_key(c.at("optimizer").string());
     if (!opt) c.at("optimizer").fail("unknown optimizer");
     v.options.optimizer.kind = *opt;
+    if (c.has("mode")) {  // absent: a training step
+        const auto step = step_mode_from_key(c.at("mode").string());
+        if (!step) c.at("mode").fail("expected training or inference");
+        v.options.mode = *step;
+        if (*step == StepMode::inference && *opt != OptimizerKind::none) c.at("optimizer").fail("an inference case has no optimizer: expected none");
+    }
     if (c.has("optimizer_info") && c.at("optimizer_info").has("implementation")) {
         v.options.optimizer.fused = c.at("optimizer_info").at("implementation").string() == "fused";
     }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -26,7 +27,18 @@ struct CollectiveModel {
     std::string measured_source;    ///< where the measured points come from
     BytesPerSecond link{0};         ///< one direction of one GPU's link to its peers (datasheet)
     std::string link_source;
+    /// The most GPUs `link` joins (a two-GPU NVLink bridge: 2); none: any count. Beyond it the ring
+    /// runs over `wider_link` (PCIe).
+    std::optional<int> link_gpus;
+    BytesPerSecond wider_link{0};
+    std::string wider_link_source;
 };
+
+/// The link a ring over `gpus` GPUs runs on, and its source.
+[[nodiscard]] inline std::pair<BytesPerSecond, const std::string*> ring_link(int gpus, const CollectiveModel& m) {
+    if (m.link_gpus && gpus > *m.link_gpus) return {m.wider_link, &m.wider_link_source};
+    return {m.link, &m.link_source};
+}
 
 /// Adds measured all-reduce points over `gpus` GPUs (kept sorted by size; a size measured again
 /// replaces the earlier point).
@@ -41,7 +53,7 @@ inline void add_all_reduce_point(CollectiveModel& m, int gpus, CollectivePoint p
 /// Where all_reduce_time's figure over `gpus` GPUs comes from: "measured: <source>" or "ring rule on <link>".
 [[nodiscard]] inline std::string all_reduce_source(int gpus, const CollectiveModel& m) {
     const auto it = m.all_reduce.find(gpus);
-    return it != m.all_reduce.end() && !it->second.empty() ? "measured: " + m.measured_source : "ring rule on " + m.link_source;
+    return it != m.all_reduce.end() && !it->second.empty() ? "measured: " + m.measured_source : "ring rule on " + *ring_link(gpus, m).second;
 }
 
 /// The GPU time of an all-reduce of `bytes` over `gpus` GPUs, and which figure set it:
@@ -62,11 +74,12 @@ inline void add_all_reduce_point(CollectiveModel& m, int gpus, CollectivePoint p
         const double f = std::log(bytes / lo->bytes) / std::log(hi->bytes / lo->bytes);
         return Seconds(std::exp(std::log(lo->time.value()) + f * std::log(hi->time.value() / lo->time.value())));
     }
-    if (!(m.link.value() > 0)) {
+    const BytesPerSecond link = ring_link(gpus, m).first;
+    if (!(link.value() > 0)) {
         throw std::runtime_error("all-reduce over " + std::to_string(gpus) + " GPUs: no measurement for that count and no link bandwidth");
     }
     if (how) *how = all_reduce_source(gpus, m);
-    return Seconds(2.0 * (gpus - 1) / gpus * bytes / m.link.value());
+    return Seconds(2.0 * (gpus - 1) / gpus * bytes / link.value());
 }
 
 }  // namespace roofsim

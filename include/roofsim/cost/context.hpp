@@ -369,9 +369,15 @@ inline void add_builtin_collectives(CostContext& ctx, std::string_view gpu_key) 
         ctx.memory_capacity_source = "total memory as CUDA reports it, " + provenance(*calibration);
     }
     // A GPU's link to its peers, one way: half the datasheet's bidirectional NVLink, else PCIe, figure.
+    // NVLink joins every GPU of an SXM board (NVSwitch, 8 GPUs) but only two PCIe cards (their
+    // NVLink bridge); a ring over more of those runs over PCIe.
     if (spec.nvlink_bandwidth) {
         ctx.collectives.link = spec.nvlink_bandwidth->value * 0.5;
         ctx.collectives.link_source = "NVLink, half the datasheet's bidirectional " + spec.nvlink_bandwidth->source;
+        ctx.collectives.link_gpus = spec.form_factor.value.starts_with("SXM") ? 8 : 2;
+        ctx.collectives.wider_link = spec.pcie_bandwidth.value * 0.5;
+        ctx.collectives.wider_link_source = "PCIe (beyond the " + std::to_string(*ctx.collectives.link_gpus) +
+                                            " GPUs NVLink joins), half the datasheet's bidirectional " + spec.pcie_bandwidth.source;
     } else {
         ctx.collectives.link = spec.pcie_bandwidth.value * 0.5;
         ctx.collectives.link_source = "PCIe, half the datasheet's bidirectional " + spec.pcie_bandwidth.source;

@@ -106,6 +106,7 @@ inline Value Lowerer::sdpa(const Layer& l, LayerSummary& s) {
     a.backend = *backend;
     a.dropout = attr_real(l, "dropout_p", 0.0);
     if (!(a.dropout >= 0 && a.dropout < 1)) throw layer_error(l, "dropout_p: expected a probability in [0, 1)");
+    if (inference_) a.dropout = 0;  // a module passes dropout_p only while training
     const DType dt = compute_dtype(l, q);
     compute_dtype(l, k);  // autocast casts each input, and each one's gradient back
     compute_dtype(l, input(l, 2));

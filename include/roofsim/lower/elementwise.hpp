@@ -35,13 +35,13 @@ inline Value Lowerer::activation(const Layer& l, LayerSummary& s) {
 }
 
 // dropout (training): writes the output and a one-byte mask; backward multiplies dY by the mask.
-// With p = 0 PyTorch returns the input itself (ATen's dropout: no kernel, no autograd node): the
-// module call's host cost alone, at its own figures (dropout_identity_host_op).
+// With p = 0, or in eval (inference), PyTorch returns the input itself (ATen's dropout: no kernel, no
+// autograd node): the module call's host cost alone, at its own figures (dropout_identity_host_op).
 inline Value Lowerer::dropout(const Layer& l, LayerSummary& s) {
     const Value& x = input(l, 0);
     const double p = attr_real(l, "p", 0.5);
     if (p < 0 || p >= 1) throw layer_error(l, "p: must be in [0, 1)");
-    if (p == 0) {
+    if (p == 0 || inference_) {
         tensor_[own_id()] = tensor_[input_id(0)];
         cost_markers_as(dropout_identity_host_op, true, true);
         return x;

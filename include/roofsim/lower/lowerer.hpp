@@ -1,6 +1,7 @@
 #pragma once
 /// Lowering: a layer graph becomes the kernels PyTorch runs for one training step (forward in layer
-/// order, backward in reverse, then the optimizer), under a precision mode. Each op's rule names
+/// order, backward in reverse, then the optimizer), or for one inference forward (model.eval() under
+/// torch.inference_mode(): no loss, no backward, nothing saved), under a precision mode. Each op's rule names
 /// the PyTorch implementation it follows; byte counts are the least traffic of each kernel (every
 /// operand read once, every result written once) unless the rule says the implementation makes
 /// more passes. The rules of each op family define their Lowerer members in lower/<family>.hpp;
@@ -47,6 +48,7 @@ namespace detail {
 struct KernelRows {
     std::vector<std::uint32_t> of_kernel;
     std::size_t count = 0;
+    std::vector<std::uint32_t> layer_of_row;  ///< the graph layer of each row before the optimizer's
 };
 
 /// The bytes of saved tensors given as (key, bytes), each key once at its largest size: the same
@@ -84,7 +86,8 @@ struct Value {
 
 class Lowerer {
 public:
-    Lowerer(const Graph& g, const LoweringOptions& o) : graph_(g), options_(o), rules_(rules_for(o.precision)) {}
+    Lowerer(const Graph& g, const LoweringOptions& o)
+        : graph_(g), options_(o), rules_(rules_for(o.precision)), inference_(o.mode == StepMode::inference) {}
 
     /// Lowers the graph. With `summaries`, the step has a summary of each layer (lower()); without,
     /// only what a prediction needs: the kernels and parameters, and the memory totals the
@@ -94,6 +97,7 @@ public:
         if (options_.batch <= 0) throw GraphError("batch size must be positive");
         step_.kernels.model = graph_.name;
         step_.kernels.precision = options_.precision;
+        step_.kernels.mode = options_.mode;
         step_.kernels.origin = "lowered from layer graph '" + graph_.name + "'";
         step_.parameter_dtype = rules_.parameter_dtype;
         step_.kernels.kernels.reserve(graph_.layers.size() * 8);
@@ -107,6 +111,7 @@ public:
         declare_inputs();
         count_consumers();
         for (layer_ = 0; layer_ < graph_.layers.size(); ++layer_) lower_layer(graph_.layers[layer_]);
+        if (inference_) return finish_inference();
         // Backward: a scalar loss starts from ones_like (one fill); then the layers in reverse.
         const auto& last = graph_.layers.back();
         const Value& loss = values_[graph_.inputs.size() + graph_.layers.size() - 1];
@@ -131,6 +136,8 @@ public:
         optimizer_row_ = named != none && named >= graph_.inputs.size() ? named - graph_.inputs.size() : graph_.layers.size();
         rows_.count = graph_.layers.size() + 1;
         lower_optimizer();
+        rows_.layer_of_row.resize(graph_.layers.size());
+        std::iota(rows_.layer_of_row.begin(), rows_.layer_of_row.end(), std::uint32_t{0});
         if (summaries_) {
             for (std::size_t i = 0; i < step_.layers.size(); ++i) {
                 step_.layers[i].output_shape = values_[graph_.inputs.size() + i].shape.to_vector();
@@ -171,6 +178,7 @@ private:
     const Graph& graph_;
     LoweringOptions options_;
     PrecisionRules rules_;
+    bool inference_ = false;                 // an inference forward (options_.mode)
     LoweredStep step_;
     // Values by id: the graph inputs, then each layer's output in graph order (as they are
     // defined). Layer inputs are resolved to ids once, before lowering.
@@ -186,6 +194,12 @@ private:
     std::vector<std::size_t> first_reader_;  // per value: the first layer that reads it
     std::vector<std::size_t> tensor_;        // per value: the value whose tensor it is (in-place outputs)
     std::size_t layer_ = 0;                  // the layer being lowered
+    std::size_t row_ = 0;                    // its report row: the layer, less the layers inference skips before it
+    // Inference: per value, 1 where the layer is not run (a loss, or a layer reading one's value); the
+    // last layer that reads it (none: no reader); the bytes of the tensor it writes (0: a view of its input's)
+    std::vector<std::uint8_t> skipped_;
+    std::vector<std::size_t> last_reader_;
+    std::vector<Bytes> written_;
     std::size_t forward_marker_ = 0;         // its forward dispatch marker's place in the kernels
     // Backward kernels, one run per layer in forward order: layer i's start at backward_begin_[i].
     std::vector<Kernel> backward_;
@@ -243,7 +257,7 @@ private:
             // bf16 mode converts float32 inputs (model.to(torch.bfloat16) and its data); any other
             // declared dtype is kept (a bfloat16 activation entering an autocast layer stays bfloat16).
             v.dtype = in.dtype == DType::f32 ? rules_.input_dtype : in.dtype;
-            v.needs_grad = in.requires_grad;
+            v.needs_grad = in.requires_grad && !inference_;
             if (names_.insert(in.name, id) != id) throw GraphError("input '" + in.name + "' is declared twice");
             step_.input_bytes += tensor_bytes(numel(v.shape), v.dtype);
             values_.push_back(std::move(v));
@@ -256,6 +270,7 @@ private:
     void count_consumers() {
         consumers_.assign(value_count(), 0);
         first_reader_.assign(value_count(), none);
+        last_reader_.assign(value_count(), none);
         tensor_.resize(value_count());
         std::iota(tensor_.begin(), tensor_.end(), std::size_t{0});
         first_input_.reserve(graph_.layers.size());
@@ -287,6 +302,7 @@ private:
                 if (id == none) continue;
                 consumers_[id] += 1;
                 if (first_reader_[id] == none) first_reader_[id] = li;
+                last_reader_[id] = li;
             }
             const std::size_t own = graph_.inputs.size() + li;
             name_taken_[li] = names_.insert(l.name, own) != own ? 1 : 0;
@@ -310,7 +326,7 @@ private:
                    double write_elements, double flops = 0, ComputeUnit unit = ComputeUnit::fp32) {
         auto& list = phase == Phase::forward ? step_.kernels.kernels : backward_;
         Kernel& k = list.emplace_back(layer_kernel_);
-        if (phase == Phase::forward) rows_.of_kernel.push_back(static_cast<std::uint32_t>(layer_));
+        if (phase == Phase::forward) rows_.of_kernel.push_back(static_cast<std::uint32_t>(row_));
         k.op = op;
         k.kind = kind;
         k.phase = phase;
@@ -413,7 +429,7 @@ private:
     void cast_marker(const Layer& l, Phase phase) {
         if (phase == Phase::forward) {
             marker(step_.kernels.kernels.emplace_back(blank_), l.name, autocast_cast_host_op, phase);
-            rows_.of_kernel.push_back(static_cast<std::uint32_t>(layer_));
+            rows_.of_kernel.push_back(static_cast<std::uint32_t>(row_));
         } else {
             marker(backward_.emplace_back(blank_), l.name, autocast_cast_host_op, phase);
         }
@@ -433,6 +449,7 @@ private:
     /// Records a tensor autograd saves for this layer's backward: `part` of value `owner` (the same
     /// for the same tensor, however many layers save it).
     void save(LayerSummary& s, std::size_t owner, SavedPart part, Bytes bytes) {
+        if (inference_) return;  // inference_mode saves nothing
         saved_.push_back(Saved{layer_, owner, part, bytes});
         s.saved_for_backward += bytes;
     }
@@ -553,17 +570,18 @@ private:
             s.name = l.name;
             s.op = l.op;
         }
+        if (inference_ && skip_in_inference(l)) return;
         forward_marker_ = step_.kernels.kernels.size();
         Kernel& forward_marker = step_.kernels.kernels.emplace_back(blank_);
         marker(forward_marker, l.name, l.op, Phase::forward);
-        rows_.of_kernel.push_back(static_cast<std::uint32_t>(layer_));
+        rows_.of_kernel.push_back(static_cast<std::uint32_t>(row_));
         const std::size_t backward_begin = backward_.size();
         backward_begin_.push_back(backward_begin);
         backward_.emplace_back(forward_marker).phase = Phase::backward;  // the backward marker, unless nothing needs a gradient
         Value out = dispatch(l, s);
         bool any_grad = false;
         for (std::size_t i = 0; i < l.inputs.size(); ++i) any_grad = any_grad || input(l, i).needs_grad;
-        out.needs_grad = out.needs_grad || any_grad || s.parameters > 0;
+        out.needs_grad = !inference_ && (out.needs_grad || any_grad || s.parameters > 0);
         if (!out.needs_grad) backward_.erase(backward_.begin() + static_cast<std::ptrdiff_t>(backward_begin), backward_.end());
         // A value read by several layers gets its gradient summed in backward: one add per extra reader.
         for (std::size_t i = 0; i < l.inputs.size(); ++i) {
@@ -578,8 +596,82 @@ private:
         s.output_dtype = out.dtype;
         s.output_bytes = tensor_bytes(numel(out.shape), out.dtype);
         largest_output_ = max(largest_output_, s.output_bytes);
+        if (inference_) note_written(l, out);
         if (summaries_) step_.layers.push_back(std::move(s));  // its output shape and saved tensors come in run()
         values_.push_back(std::move(out));  // the value own_id()
+        rows_.layer_of_row.push_back(static_cast<std::uint32_t>(layer_));
+        ++row_;
+    }
+
+    // ---- inference ----------------------------------------------------------------------------
+
+    /// Whether inference leaves layer `l` out, and if so records it as left out: a loss
+    /// (cross_entropy; an inference forward returns the logits) and every layer that reads the value
+    /// of one left out. Its value stays as a placeholder, so later layers' ids hold.
+    bool skip_in_inference(const Layer& l) {
+        if (skipped_.empty()) skipped_.assign(value_count(), 0);
+        bool skip = op_[layer_]->rule == OpRule::cross_entropy;
+        for (std::size_t i = 0; i < l.inputs.size() && !skip; ++i) skip = input_id(i) != none && skipped_[input_id(i)] != 0;
+        if (!skip) return false;
+        skipped_[own_id()] = 1;
+        backward_begin_.push_back(backward_.size());
+        if (summaries_) {
+            LayerSummary& s = step_.layers.emplace_back();
+            s.name = l.name;
+            s.op = l.op;
+        }
+        values_.push_back(Value{Shape{1}, DType::f32, false});
+        return true;
+    }
+
+    /// Records the bytes of the tensor the layer just lowered writes: its output's, unless its forward
+    /// kernels write nothing (a view: reshape, slice, transpose without a copy; dropout in eval) or it
+    /// works in place, whose output is its input's tensor.
+    void note_written(const Layer& l, const Value& out) {
+        if (written_.empty()) written_.assign(value_count(), Bytes(0));
+        Bytes wrote{0};
+        const auto& kernels = step_.kernels.kernels;
+        for (std::size_t i = forward_marker_; i < kernels.size(); ++i) wrote += kernels[i].bytes_written;
+        if (tensor_[own_id()] != own_id()) return;
+        if (wrote.value() == 0 && !l.inputs.empty() && input_id(0) != none) {
+            tensor_[own_id()] = tensor_[input_id(0)];
+            return;
+        }
+        written_[own_id()] = tensor_bytes(numel(out.shape), out.dtype);
+    }
+
+    /// The inference step: the forward's kernels alone, and the most bytes of layer outputs alive at
+    /// once. A tensor lives from the layer that writes it to the last layer that reads it or any view
+    /// of it; an output no layer reads (the model's) to the end.
+    LoweredStep finish_inference() {
+        rows_.count = row_;
+        if (written_.empty()) written_.assign(value_count(), Bytes(0));
+        const std::size_t layers = graph_.layers.size(), first = graph_.inputs.size();
+        std::vector<std::size_t> end(value_count(), 0);
+        for (std::size_t v = first; v < value_count(); ++v) {
+            if (!skipped_.empty() && skipped_[v] != 0) continue;
+            const std::size_t last = last_reader_[v] == none ? layers - 1 : last_reader_[v];
+            std::size_t& e = end[tensor_[v]];
+            e = std::max(e, last);
+        }
+        std::vector<double> change(layers + 1, 0.0);  // bytes allocated at a layer, freed after its last reader
+        for (std::size_t v = first; v < value_count(); ++v) {
+            if (written_[v].value() == 0) continue;
+            change[v - first] += written_[v].value();
+            change[end[v] + 1] -= written_[v].value();
+        }
+        double live = 0, peak = 0;
+        for (std::size_t i = 0; i < layers; ++i) {
+            live += change[i];
+            peak = std::max(peak, live);
+        }
+        step_.live_peak = Bytes(peak);
+        if (summaries_) {
+            for (std::size_t i = 0; i < step_.layers.size(); ++i) {
+                step_.layers[i].output_shape = values_[first + i].shape.to_vector();
+            }
+        }
+        return std::move(step_);
     }
 
     Value dispatch(const Layer& l, LayerSummary& s) {

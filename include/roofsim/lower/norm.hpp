@@ -26,6 +26,14 @@ inline Value Lowerer::batchnorm(const Layer& l, LayerSummary& s) {
     const double n = numel(x.shape);
     const NormDims per_channel{features, static_cast<std::int64_t>(n) / features};
     const bool native = x.dtype == DType::bf16;
+    if (inference_) {
+        // eval: one pass normalizing x by the running statistics (cuDNN's inference kernel; PyTorch's
+        // batch_norm_elementwise for bfloat16), nothing saved
+        kernel(l, Phase::forward, native ? "aten::native_batch_norm" : "aten::cudnn_batch_norm", KernelKind::normalization,
+               x.dtype, n, n, 0)
+            .dims = per_channel;
+        return Value{x.shape, x.dtype, false};
+    }
     kernel(l, Phase::forward, native ? "aten::native_batch_norm" : "aten::cudnn_batch_norm", KernelKind::normalization, x.dtype, 2 * n, n, 0)
         .dims = per_channel;
     save_input(s, l, 0, x.dtype);

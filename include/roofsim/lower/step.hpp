@@ -26,7 +26,8 @@ namespace roofsim {
 struct LoweringOptions {
     std::int64_t batch = 1;
     PrecisionMode precision = PrecisionMode::fp32;
-    OptimizerOptions optimizer;
+    OptimizerOptions optimizer;  ///< not read in inference (no optimizer step)
+    StepMode mode = StepMode::training;
 };
 
 /// One layer after shape inference, for reports and memory accounting.
@@ -51,6 +52,9 @@ struct LoweredStep {
     std::vector<std::uint32_t> parameter_layer;  ///< the layer (index) each parameter tensor belongs to
     DType parameter_dtype = DType::f32;
     Bytes input_bytes{0};                   ///< graph inputs resident during the step
+    /// Inference: the most bytes of layer outputs alive at once (each tensor from the layer that
+    /// writes it to its last reader; a view or an in-place output is its input's tensor). Zero in training.
+    Bytes live_peak{0};
 
     [[nodiscard]] double parameter_count() const {
         return std::accumulate(parameter_tensors.begin(), parameter_tensors.end(), 0.0);

@@ -14,7 +14,7 @@ namespace roofsim {
 
 /// The kind and format version of a prediction's JSON document (bumped whenever its format changes).
 inline constexpr std::string_view prediction_json_kind = "roofsim-prediction";
-inline constexpr int prediction_json_schema_version = 1;
+inline constexpr int prediction_json_schema_version = 2;  // 2: "mode"
 
 /// The prediction as JSON (SI units, unit in each key).
 [[nodiscard]] inline nlohmann::json to_json(const Prediction& p) {
@@ -49,6 +49,7 @@ inline constexpr int prediction_json_schema_version = 1;
             {"ceilings", p.ceilings_origin},
             {"host_costs", p.host_costs_source},
             {"precision", to_string(p.precision)},
+            {"mode", to_string(p.mode)},
             {"batch", p.batch},
             {"gpus", p.gpus},
             {"data_parallel", data_parallel},

@@ -6,6 +6,7 @@
 #include <roofsim/detail/concat.hpp>
 #include <roofsim/precision_mode.hpp>
 #include <roofsim/profile/framework.hpp>
+#include <roofsim/step_mode.hpp>
 #include <roofsim/sim/host_costs.hpp>
 
 #include <algorithm>
@@ -129,13 +130,19 @@ namespace detail {
 
 /// host_costs_from_framework, with the per-op figures of `ops` alone where given (all a prediction
 /// of a graph of those ops looks up, the lowering's ops(); the add layer's give the defaults);
-/// `single_layer`: the graph is one layer, of the first op in `ops`.
+/// `single_layer`: the graph is one layer, of the first op in `ops`. An inference forward (`step`)
+/// reads each layer's layer_inference_ figure (eval, under inference_mode) where the profile has one,
+/// else its training forward's (autograd recording included: an upper bound), and says so in the source.
 [[nodiscard]] inline HostCosts host_costs_from_framework(const FrameworkProfile& f, PrecisionMode mode,
                                                          const OptimizerOptions& optimizer, std::size_t parameter_tensors,
-                                                         const std::vector<std::string_view>* ops, bool single_layer = false) {
+                                                         const std::vector<std::string_view>* ops, bool single_layer = false,
+                                                         StepMode step = StepMode::training) {
     HostCosts h;
     const bool amp = rules_for(mode).autocast;
-    constexpr std::string_view suffix = "_autocast", forward_prefix = "layer_forward_", backward_prefix = "layer_backward_";
+    const bool inference = step == StepMode::inference;
+    bool forward_for_inference = false;  // an inference forward took a training forward's figure
+    constexpr std::string_view suffix = "_autocast", forward_prefix = "layer_forward_", backward_prefix = "layer_backward_",
+                               inference_prefix = "layer_inference_";
     const auto wanted = [ops](std::string_view op) { return !ops || op == "add" || std::find(ops->begin(), ops->end(), op) != ops->end(); };
     if (ops) {
         // The few ops wanted: each one's figures found by their keys, layer_forward_<op>[_autocast] and
@@ -143,6 +150,14 @@ namespace detail {
         std::string key;
         const auto add_figures_of = [&](std::string_view op) {
             if (!amp && op.ends_with(suffix)) return;  // its keys would be autocast figures
+            if (inference) {
+                key.assign(inference_prefix).append(op).append(amp ? suffix : std::string_view());
+                if (auto it = f.figures.find(key); it != f.figures.end()) {
+                    h.forward.emplace(op, Seconds(it->second.seconds));
+                } else {
+                    forward_for_inference = forward_for_inference || f.figures.count(concat(forward_prefix, key.substr(inference_prefix.size()))) > 0;
+                }
+            }
             for (const auto& [prefix, table] : {std::pair{forward_prefix, &h.forward}, std::pair{backward_prefix, &h.backward}}) {
                 key.assign(prefix).append(op).append(amp ? suffix : std::string_view());
                 if (auto it = f.figures.find(key); it != f.figures.end()) {
@@ -163,6 +178,8 @@ namespace detail {
             const Seconds seconds(it->second.seconds);
             // the profile's keys are distinct, so are the ops taken from them
             if (base.starts_with(forward_prefix)) h.forward.add_new(base.substr(forward_prefix.size()), seconds);
+            // (the profile's keys sort layer_forward_ before layer_inference_: the inference figure replaces it)
+            if (inference && base.starts_with(inference_prefix)) h.forward[base.substr(inference_prefix.size())] = seconds;
             if (base.starts_with(backward_prefix)) {
                 const std::string_view op = base.substr(backward_prefix.size());
                 h.backward.add_new(op, seconds);
@@ -187,6 +204,16 @@ namespace detail {
     const std::string_view amp_suffix = amp ? suffix : std::string_view();
     // an op without figures of its own takes the add layer's
     h.default_forward = f.required(concat(forward_prefix, "add", amp_suffix));
+    if (inference) {
+        if (const auto add = f.seconds(concat(inference_prefix, "add", amp_suffix))) h.default_forward = *add;
+        if (!ops) {  // every op the profile has a training forward figure of: has each an inference one too?
+            for (auto it = f.figures.lower_bound(forward_prefix); it != f.figures.end() && it->first.starts_with(forward_prefix); ++it) {
+                if (it->first.ends_with(suffix) != amp) continue;
+                forward_for_inference = forward_for_inference ||
+                                        f.figures.count(concat(inference_prefix, std::string_view(it->first).substr(forward_prefix.size()))) == 0;
+            }
+        }
+    }
     h.default_backward = f.required(concat(backward_prefix, "add", amp_suffix));
     h.backward_call = f.required("backward_call");
     h.synchronize = f.required("cuda_synchronize_idle");
@@ -237,6 +264,10 @@ namespace detail {
     // upper bound by that much.
     h.reducer_dispatch = f.seconds("eager_op_add_out");
     h.source = f.provenance();
+    if (forward_for_inference) {
+        h.source += "; inference: a layer without a layer_inference_ figure takes its training forward's (autograd "
+                    "recording included: an upper bound)";
+    }
     return h;
 }
 
@@ -249,8 +280,9 @@ namespace detail {
 /// torch.optim.adam's _multi_tensor_adam / _fused_adam). Ops without a figure take the add layer's.
 /// A convolution pass adds its growth over the tiny layer by size (conv_host_growth_from_framework).
 [[nodiscard]] inline HostCosts host_costs_from_framework(const FrameworkProfile& f, PrecisionMode mode,
-                                                         const OptimizerOptions& optimizer, std::size_t parameter_tensors) {
-    return detail::host_costs_from_framework(f, mode, optimizer, parameter_tensors, nullptr);
+                                                         const OptimizerOptions& optimizer, std::size_t parameter_tensors,
+                                                         StepMode step = StepMode::training) {
+    return detail::host_costs_from_framework(f, mode, optimizer, parameter_tensors, nullptr, false, step);
 }
 
 /// Host costs measured with another GPU's host are used unchanged; the source says so.
