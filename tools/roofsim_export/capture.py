@@ -22,11 +22,10 @@ A warm-up step runs first, unrecorded (the optimizer creates its state on its fi
 first momentum step clones instead of updating); the second step is recorded.
 
 Inference (StepSpec.inference): the model in eval() and each step one forward under
-torch.inference_mode() (autocast as the precision mode says), with no loss, no backward and no
-optimizer. No tensor has an autograd node then, so no node is claimed and no backward op runs; the
-module hooks and the model-code clock work as in a training forward. The autograd keys are skipped
-too, and with them the decomposition of composite ops (aten::linear into t and addmm): the recorder
-runs it itself (compat.composite_kernel), so the ops recorded are those a training forward records."""
+torch.no_grad(), which runs the kernels torch.inference_mode() runs (autocast as the precision mode
+says), with no loss, no backward and no optimizer. No tensor has an autograd node then, so no node is
+claimed and no backward op runs; the module hooks and the model-code clock work as in a training
+forward, and composite ops (aten::linear into t and addmm) decompose as they do there."""
 
 from __future__ import annotations
 
@@ -124,14 +123,6 @@ class Recorder(compat.TorchDispatchMode):
                 return func(*args, **kwargs)
         if namespace == "prim":  # device/layout queries of fake tensors
             return func(*args, **kwargs)
-        if self.session.inference and torch.is_inference_mode_enabled():
-            # under torch.inference_mode() no autograd key decomposes a composite op (linear, dropout,
-            # to, batch_norm) before this mode sees it, as one does in training; the GPU runs the ops
-            # it decomposes into: decompose it here, with this mode seeing each of them
-            composite = compat.composite_kernel(func)
-            if composite is not None:
-                with self:
-                    return composite(*args, **kwargs)
         return self.session.dispatch(func, args, kwargs)
 
 

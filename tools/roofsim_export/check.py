@@ -41,7 +41,7 @@ class _Count(TorchDispatchMode):
         self.counts = collections.Counter()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if torch.is_inference_mode_enabled():  # as the exporter's recorder: composite ops decomposed
+        if torch.is_inference_mode_enabled():  # composite ops decomposed, as the GPU runs them and the exporter records them
             composite = compat.composite_kernel(func)
             if composite is not None:
                 with self:
