@@ -136,8 +136,6 @@ public:
         optimizer_row_ = named != none && named >= graph_.inputs.size() ? named - graph_.inputs.size() : graph_.layers.size();
         rows_.count = graph_.layers.size() + 1;
         lower_optimizer();
-        rows_.layer_of_row.resize(graph_.layers.size());
-        std::iota(rows_.layer_of_row.begin(), rows_.layer_of_row.end(), std::uint32_t{0});
         if (summaries_) {
             for (std::size_t i = 0; i < step_.layers.size(); ++i) {
                 step_.layers[i].output_shape = values_[graph_.inputs.size() + i].shape.to_vector();
