@@ -537,6 +537,41 @@ TEST_CASE("sizes that overflow a 64-bit integer are refused, naming the layer an
     }
 }
 
+TEST_CASE("unknown attributes are refused, naming the layer and the close matches", "[lower][graph]") {
+    Graph g = mlp();
+    g.layers[0].attrs["in_featuers"] = g.layers[0].attrs["in_features"];
+    g.layers[0].attrs.erase("in_features");
+    CHECK(lowering_error(g) == "layer 'fc1' (linear): in_featuers: unknown attribute; did you mean in_features? "
+                               "(linear takes in_features, out_features, bias, tied)");
+    g = mlp();
+    g.layers[1].attrs["colour"] = std::string("red");
+    CHECK(lowering_error(g) == "layer 'act' (relu): colour: unknown attribute (relu takes inplace)");
+    g = mlp();
+    g.layers[3].attrs["reduction"] = std::string("sum");
+    CHECK(lowering_error(g) == "layer 'loss' (cross_entropy): reduction: unknown attribute (cross_entropy takes none)");
+    // every op lowering knows has its list of attributes, and only those ops
+    std::set<std::string> ops, listed;
+    for (const auto& [op, known] : detail::known_ops()) ops.insert(op);
+    for (const auto& [op, names] : detail::known_attributes()) listed.insert(op);
+    CHECK(ops == listed);
+    // the zoo's graphs use only attributes of their ops
+    for (const auto name : zoo::model_names) CHECK_NOTHROW(lower(*zoo::model(name, 64), LoweringOptions{}));
+}
+
+TEST_CASE("a graph file's unknown fields are refused with the close matches", "[graph][json]") {
+    nlohmann::json j = to_json(mlp());
+    j["layers"][0]["atrs"] = j["layers"][0]["attrs"];
+    CHECK_THROWS_WITH(graph_from_json(j, "m.json"),
+                      "m.json: /layers/0/atrs: unknown field; did you mean attrs? (docs/graph-format.md lists the fields)");
+    j = to_json(mlp());
+    j["inputs"][0]["requires_gradient"] = true;
+    CHECK_THROWS_WITH(graph_from_json(j, "m.json"),
+                      "m.json: /inputs/0/requires_gradient: unknown field; did you mean requires_grad? (docs/graph-format.md lists the fields)");
+    j = to_json(mlp());
+    j["comment"] = "a note";
+    CHECK_THROWS_WITH(graph_from_json(j, "m.json"), "m.json: /comment: unknown field (docs/graph-format.md lists the fields)");
+}
+
 TEST_CASE("graph JSON round-trips and rejects malformed files", "[graph][json]") {
     const Graph g = zoo::gpt2_small(64);
     const Graph again = graph_from_json(to_json(g), "round-trip");

@@ -147,6 +147,8 @@ inline void Lowerer::mha_in_projection_backward(const Layer& l, DType dt, std::i
 inline Value Lowerer::mha(const Layer& l, LayerSummary& s) {
     const Value& x = input(l, 0);
     if (x.shape.size() != 3) throw layer_error(l, "input: expected B x L x E (batch_first)");
+    // PyTorch takes batch_first false too (L x B x E); the lowering models the batch-first layout
+    if (!bool_attr(l, "batch_first", true)) throw layer_error(l, "batch_first: only true (B x L x E) is modelled");
     const std::int64_t e = int_attr(l, "embed_dim"), heads = int_attr(l, "num_heads");
     if (x.shape[2] != e) throw layer_error(l, "embed_dim: does not match the input");
     if (heads <= 0 || e % heads != 0) throw layer_error(l, "num_heads: must divide embed_dim");

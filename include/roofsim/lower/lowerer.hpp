@@ -7,6 +7,7 @@
 /// include lower/lower.hpp, which holds them all.
 
 #include <roofsim/detail/checked.hpp>
+#include <roofsim/detail/close_matches.hpp>
 #include <roofsim/detail/concat.hpp>
 #include <roofsim/detail/name_index.hpp>
 #include <roofsim/graph.hpp>
@@ -279,6 +280,7 @@ private:
                 throw layer_error(l, "inputs: expected " + std::to_string(op->arity) + ", got " +
                                          std::to_string(l.inputs.size()));
             }
+            if (!l.attrs.empty()) check_attribute_names(l);
             op_.push_back(op);
             if (std::find(distinct_ops_.begin(), distinct_ops_.end(), op) == distinct_ops_.end()) {
                 distinct_ops_.push_back(op);
@@ -298,6 +300,21 @@ private:
             }
             const std::size_t own = graph_.inputs.size() + li;
             name_taken_[li] = names_.insert(l.name, own) != own ? 1 : 0;
+        }
+    }
+
+    /// Refuses an attribute the layer's op does not take (known_attributes), naming it and the close
+    /// matches: PyTorch refuses an unexpected keyword argument, and a typo must not become a default.
+    static void check_attribute_names(const Layer& l) {
+        const auto known = known_attributes().find(l.op);
+        if (known == known_attributes().end()) return;  // not an op lowering knows: refused as such
+        for (const auto& attr : l.attrs) {
+            const auto& names = known->second;
+            if (std::find(names.begin(), names.end(), attr.first) != names.end()) continue;
+            std::string taken;
+            for (const auto name : names) taken += (taken.empty() ? "" : ", ") + std::string(name);
+            throw layer_error(l, attr.first + ": unknown attribute" + did_you_mean(attr.first, names) + " (" + l.op +
+                                     (names.empty() ? " takes none)" : " takes " + taken + ")"));
         }
     }
 
