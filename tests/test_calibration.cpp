@@ -199,6 +199,11 @@ TEST_CASE("corrupt and inconsistent profiles fail with the key path", "[calibrat
         j["bandwidth"]["dram"]["copy"].erase("median");
         CHECK(load_error(j) == "h200.json: /bandwidth/dram/copy/median: missing");
     }
+    SECTION("an empty DRAM section") {
+        j["bandwidth"]["dram"] = nlohmann::json::object();
+        CHECK(load_error(j) == "h200.json: /bandwidth/dram: no measurements (a memory level lists at least one access pattern, e.g. "
+                               "copy; leave out a level not measured)");
+    }
     SECTION("missing top-level section") {
         j.erase("device");
         CHECK(load_error(j) == "h200.json: /device: missing");

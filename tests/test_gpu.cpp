@@ -4,6 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -185,4 +188,22 @@ TEST_CASE("bad GPU spec files give errors that name the field", "[gpu][json]") {
         CHECK_THROWS_WITH(detail::parse_json_text("{\"key\": ", "broken.json"),
                           Catch::Matchers::StartsWith("broken.json: not valid JSON"));
     }
+}
+
+TEST_CASE("a path that is not a readable JSON file is an error that says so", "[gpu][json]") {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("roofsim-json-file-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    CHECK_THROWS_WITH(detail::read_json_file(dir), dir.string() + ": is a directory, not a file");
+    CHECK_THROWS_WITH(detail::read_json_file(dir / "absent.json"), (dir / "absent.json").string() + ": cannot open for reading: No such file or directory");
+    const fs::path fifo = dir / "pipe.json";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THROWS_WITH(detail::read_json_file(fifo), fifo.string() + ": is a FIFO (named pipe), not a file");  // not a blocked read
+    const fs::path huge = dir / "huge.json";
+    std::ofstream(huge) << "{\"seconds\": 1e400}";
+    // JSON allows the number, a double cannot hold it: the file is named, not a bare library error
+    CHECK_THROWS_WITH(detail::read_json_file(huge), Catch::Matchers::StartsWith("huge.json: not readable JSON: ") &&
+                                                     Catch::Matchers::Contains("1e400"));
+    fs::remove_all(dir);
 }

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 using namespace roofsim;
 
@@ -192,6 +193,7 @@ TEST_CASE("a bad IR is refused as a whole, naming the field", "[ir][json][errors
         doc["kernels"][1]["kind"] = "attention";
         doc["kernels"][1]["attention"] = {{"batch", 2}, {"heads", 4}, {"seq_q", 128}, {"seq_kv", 128}, {"head_dim", 64},
                                           {"backend", "cudnn"}, {"dropout_p", 0.1}};
+        doc["kernels"][1].erase("flops");  // the GEMM's
         CHECK_NOTHROW(kernel_ir_from_json(doc, "ir.json"));
         doc["kernels"][1]["attention"]["dropout_p"] = 1.0;
         CHECK(error_of(doc) == "ir.json: /kernels/1/attention/dropout_p: expected a probability below 1");
@@ -243,6 +245,44 @@ TEST_CASE("a bad IR is refused as a whole, naming the field", "[ir][json][errors
     SECTION("optimizer weight decay not a boolean") {
         doc["optimizer"]["weight_decay"] = 1e-4;
         CHECK(error_of(doc).find("ir.json: /optimizer/weight_decay: expected") == 0);
+    }
+    SECTION("a shape whose sizes overflow a 64-bit integer") {
+        constexpr std::int64_t huge = std::numeric_limits<std::int64_t>::max();
+        doc["kernels"][1].erase("flops");
+        doc["kernels"][1]["gemm"]["m"] = huge;  // was a 6.9e10 ms step
+        CHECK(error_of(doc) == "ir.json: /kernels/1/gemm: batch * m * k (A's bytes) overflows a 64-bit integer");
+        doc["kernels"][1]["gemm"]["m"] = 64;
+        doc["kernels"][1]["gemm"]["batch"] = std::int64_t(1) << 50;
+        CHECK(error_of(doc) == "ir.json: /kernels/1/gemm: batch * m * k (A's bytes) overflows a 64-bit integer");
+        doc["kernels"][1].erase("gemm");
+        doc["kernels"][1]["kind"] = "attention";
+        doc["kernels"][1]["attention"] = {{"batch", std::int64_t(1) << 32}, {"heads", std::int64_t(1) << 32}, {"seq_q", 128},
+                                          {"seq_kv", 128}, {"head_dim", 64}};
+        CHECK(error_of(doc) == "ir.json: /kernels/1/attention: batch * heads overflows a 64-bit integer");
+        doc["kernels"][1]["attention"]["heads"] = 1;
+        doc["kernels"][1]["attention"]["batch"] = 1;
+        doc["kernels"][1]["attention"]["seq_q"] = huge - 8;
+        doc["kernels"][1]["attention"]["head_dim"] = 1;
+        CHECK(error_of(doc) == "ir.json: /kernels/1/attention: batch * heads * seq_q * head_dim (Q's bytes) overflows a 64-bit integer");
+        doc["kernels"][1].erase("attention");
+        doc["kernels"][1]["kind"] = "conv";
+        doc["kernels"][1]["conv"] = {{"pass", "forward"}, {"n", 1}, {"c", 3}, {"h", 8}, {"w", 8}, {"k", 4}, {"r", 3}, {"s", 3},
+                                     {"padding", {huge / 2, 0}}};
+        CHECK(error_of(doc) == "ir.json: /kernels/1/conv: h + 2 * padding - dilation * (r - 1) (output height) overflows a 64-bit integer");
+        doc["kernels"][1]["conv"]["padding"] = {0, 0};
+        doc["kernels"][1]["conv"]["k"] = huge / 4;
+        CHECK(error_of(doc) == "ir.json: /kernels/1/conv: n * k * p * q (output bytes) overflows a 64-bit integer");
+    }
+    SECTION("flops that disagree with the shape") {
+        doc["kernels"][1]["flops"] = 25690112 * 2;  // 2 m n k is 25690112
+        CHECK(error_of(doc) == "ir.json: /kernels/1/flops: 51380224.0 disagrees with the gemm shape's 25690112.0 (docs/ir-format.md gives the count)");
+        doc["kernels"][1]["flops"] = 25690112.000001;  // rounding
+        CHECK(error_of(doc).empty());
+        doc["kernels"][1].erase("gemm");
+        doc["kernels"][1]["kind"] = "attention";
+        doc["kernels"][1]["attention"] = {{"batch", 2}, {"heads", 4}, {"seq_q", 128}, {"seq_kv", 128}, {"head_dim", 64}, {"backward", true}};
+        doc["kernels"][1]["flops"] = 4.0 * 2 * 4 * 128 * 128 * 64;  // the forward count on a backward kernel
+        CHECK(error_of(doc).find("ir.json: /kernels/1/flops: 33554432.0 disagrees with the attention shape's 83886080.0") == 0);
     }
     SECTION("missing layer") {
         doc["kernels"][3].erase("layer");

@@ -479,6 +479,99 @@ TEST_CASE("layer attributes out of PyTorch's ranges are refused, naming the laye
     }
 }
 
+TEST_CASE("sizes that overflow a 64-bit integer are refused, naming the layer and the field", "[lower][graph][overflow]") {
+    using Attrs = std::map<std::string, AttrValue>;
+    constexpr std::int64_t huge = std::numeric_limits<std::int64_t>::max();
+    const auto i64 = [](std::int64_t v) { return AttrValue(v); };
+    const auto lowered = [](const std::string& op, Attrs attrs, std::vector<std::vector<std::int64_t>> shapes) {
+        std::vector<GraphInput> inputs;
+        for (const auto& shape : shapes) {
+            std::vector<Dim> dims;
+            for (const auto d : shape) dims.push_back(Dim(d));
+            inputs.push_back(GraphInput{"", dims, DType::f32, true});
+        }
+        return lowering_error(one_layer_graph(op, std::move(attrs), std::move(inputs)));
+    };
+    SECTION("a linear layer's weight") {
+        // was "-4611686018427.39 M parameters"
+        CHECK(lowered("linear", {{"in_features", i64(8)}, {"out_features", i64(huge / 4)}}, {{2, 8}}) ==
+              "layer 'linear' (linear): in_features * out_features (weight elements): overflows a 64-bit integer");
+    }
+    SECTION("a convolution's output size and filter") {
+        const Attrs conv{{"in_channels", i64(4)}, {"out_channels", i64(8)}, {"kernel_size", i64(3)}, {"padding", i64(huge / 2)}};
+        CHECK(lowered("conv2d", conv, {{2, 4, 16, 16}}) ==
+              "layer 'conv2d' (conv2d): input + 2 * padding - dilation * (kernel_size - 1) (output size): overflows a 64-bit integer");
+        const Attrs wide{{"in_channels", i64(4)}, {"out_channels", i64(huge / 2)}, {"kernel_size", i64(1)}};
+        CHECK(lowered("conv2d", wide, {{2, 4, 16, 16}}) ==
+              "layer 'conv2d' (conv2d): out_channels * in_channels / groups * kernel_size (weight elements): overflows a 64-bit integer");
+    }
+    SECTION("a pooling's output size") {
+        CHECK(lowered("maxpool2d", {{"kernel_size", i64(huge)}, {"padding", i64(huge / 2)}}, {{2, 4, 16, 16}}) ==
+              "layer 'maxpool2d' (maxpool2d): input + 2 * padding - kernel_size (output size): overflows a 64-bit integer");
+    }
+    SECTION("an input whose bytes overflow") {
+        CHECK(lowered("relu", {}, {{huge / 2, 4}}) == "input 'input0': shape: its bytes overflow a 64-bit integer");
+    }
+    SECTION("attention's batch * heads, and its keys") {
+        // q, k and v of different shapes: the keys' sequence times q's batch and heads overflows
+        const std::int64_t big = std::int64_t(1) << 40;
+        CHECK(lowered("sdpa", {}, {{big, 2, 4, 8}, {1, 1, big, 8}, {1, 1, big, 8}}) ==
+              "layer 'sdpa' (sdpa): batch * heads * seq_kv * head_dim (K's bytes): overflows a 64-bit integer");
+        CHECK(lowered("mha", {{"embed_dim", i64(1)}, {"num_heads", i64(1)}}, {{1, std::int64_t(1) << 32, 1}}) ==
+              "layer 'mha' (mha): batch * num_heads * L * L (attention weights): overflows a 64-bit integer");
+    }
+    SECTION("an embedding's table") {
+        CHECK(lowered("embedding", {{"num_embeddings", i64(huge / 2)}, {"embedding_dim", i64(4)}}, {{2, 3}}) ==
+              "layer 'embedding' (embedding): num_embeddings * embedding_dim (weight elements): overflows a 64-bit integer");
+    }
+    SECTION("slice start + length, reshape's element count") {
+        CHECK(lowered("slice", {{"dim", i64(1)}, {"start", i64(huge)}, {"length", i64(2)}}, {{2, 8}}) ==
+              "layer 'slice' (slice): start + length: overflows a 64-bit integer");
+        CHECK(lowered("reshape", {{"shape", AttrValue(std::vector<std::int64_t>{huge, 4, -1})}}, {{2, 8}}) ==
+              "layer 'reshape' (reshape): shape (its element count): overflows a 64-bit integer");
+    }
+    SECTION("a GEMM whose operands' bytes overflow") {
+        CHECK(lowered("matmul", {}, {{1, std::int64_t(1) << 40}, {std::int64_t(1) << 40, 1}}) == "no error");
+        CHECK(lowered("linear", {{"in_features", i64(1)}, {"out_features", i64(std::int64_t(1) << 31)}}, {{std::int64_t(1) << 31, 1}}) ==
+              "layer 'linear' (linear): batch * m * n (C's bytes): overflows a 64-bit integer");
+    }
+}
+
+TEST_CASE("unknown attributes are refused, naming the layer and the close matches", "[lower][graph]") {
+    Graph g = mlp();
+    g.layers[0].attrs["in_featuers"] = g.layers[0].attrs["in_features"];
+    g.layers[0].attrs.erase("in_features");
+    CHECK(lowering_error(g) == "layer 'fc1' (linear): in_featuers: unknown attribute; did you mean in_features? "
+                               "(linear takes in_features, out_features, bias, tied)");
+    g = mlp();
+    g.layers[1].attrs["colour"] = std::string("red");
+    CHECK(lowering_error(g) == "layer 'act' (relu): colour: unknown attribute (relu takes inplace)");
+    g = mlp();
+    g.layers[3].attrs["reduction"] = std::string("sum");
+    CHECK(lowering_error(g) == "layer 'loss' (cross_entropy): reduction: unknown attribute (cross_entropy takes none)");
+    // every op lowering knows has its list of attributes, and only those ops
+    std::set<std::string> ops, listed;
+    for (const auto& [op, known] : detail::known_ops()) ops.insert(op);
+    for (const auto& [op, names] : detail::known_attributes()) listed.insert(op);
+    CHECK(ops == listed);
+    // the zoo's graphs use only attributes of their ops
+    for (const auto name : zoo::model_names) CHECK_NOTHROW(lower(*zoo::model(name, 64), LoweringOptions{}));
+}
+
+TEST_CASE("a graph file's unknown fields are refused with the close matches", "[graph][json]") {
+    nlohmann::json j = to_json(mlp());
+    j["layers"][0]["atrs"] = j["layers"][0]["attrs"];
+    CHECK_THROWS_WITH(graph_from_json(j, "m.json"),
+                      "m.json: /layers/0/atrs: unknown field; did you mean attrs? (docs/graph-format.md lists the fields)");
+    j = to_json(mlp());
+    j["inputs"][0]["requires_gradient"] = true;
+    CHECK_THROWS_WITH(graph_from_json(j, "m.json"),
+                      "m.json: /inputs/0/requires_gradient: unknown field; did you mean requires_grad? (docs/graph-format.md lists the fields)");
+    j = to_json(mlp());
+    j["comment"] = "a note";
+    CHECK_THROWS_WITH(graph_from_json(j, "m.json"), "m.json: /comment: unknown field (docs/graph-format.md lists the fields)");
+}
+
 TEST_CASE("graph JSON round-trips and rejects malformed files", "[graph][json]") {
     const Graph g = zoo::gpt2_small(64);
     const Graph again = graph_from_json(to_json(g), "round-trip");

@@ -1044,7 +1044,7 @@ TEST_CASE("a foreach optimizer's kernels are issued where its host work reaches 
 }
 
 TEST_CASE("a profile's host speed is read with the spread of its canaries", "[predict][framework]") {
-    nlohmann::json doc = framework_doc(nlohmann::json::object());
+    nlohmann::json doc = framework_doc({{"step", {{"seconds", 1e-5}, {"min", 1e-5}, {"max", 1e-5}, {"samples", 1}, {"method", "m"}}}});
     doc["host_speed"] = {{"reference_seconds_per_op", 5e-6}, {"canary_p10_seconds", 4.8e-6}, {"canary_p90_seconds", 5.1e-6}};
     const FrameworkProfile f = framework_profile_from_json(doc, "test");
     REQUIRE(f.host_canary_p10.has_value());
@@ -1055,6 +1055,21 @@ TEST_CASE("a profile's host speed is read with the spread of its canaries", "[pr
     CHECK_THROWS_WITH(framework_profile_from_json(doc, "test"), Catch::Contains("canary_p90_seconds"));
     doc["host_speed"].erase("canary_p90_seconds");  // both or neither
     CHECK_FALSE(framework_profile_from_json(doc, "test").host_canary_p10.has_value());
+}
+
+TEST_CASE("a framework profile without measurements, or with a time that is not one, is refused naming the file", "[predict][framework]") {
+    CHECK_THROWS_WITH(framework_profile_from_json(framework_doc(nlohmann::json::object()), "empty.json"),
+                      "empty.json: /figures: no figures and no op_timings (a framework profile holds what the framework probe measured)");
+    const nlohmann::json figure = {{"seconds", 1e-5}, {"min", 1e-5}, {"max", 1e-5}, {"samples", 1}, {"method", "m"}};
+    CHECK_NOTHROW(framework_profile_from_json(framework_doc({{"step", figure}}), "one.json"));
+    nlohmann::json negative = figure;
+    negative["seconds"] = -1e-5;
+    CHECK_THROWS_WITH(framework_profile_from_json(framework_doc({{"step", negative}}), "neg.json"),
+                      "neg.json: /figures/step/seconds: must not be negative, got -1e-05");
+    // a fit's intercept may fall below 0 in a pass, by its noise: the spread may reach below 0, the figure not
+    negative["seconds"] = 1e-5;
+    negative["min"] = -1e-5;
+    CHECK_NOTHROW(framework_profile_from_json(framework_doc({{"zero_grad_per_step", negative}}), "fit.json"));
 }
 
 TEST_CASE("a profile's optimizer launches are read in launch order, for the optimizer as it runs", "[predict][framework]") {

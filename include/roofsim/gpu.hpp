@@ -3,6 +3,7 @@
 /// the document it was read from. Loaded from `data/gpus/*.json`; the same files are embedded in
 /// `detail/embedded_gpus.hpp`, so the library works with no files around it.
 
+#include <roofsim/detail/close_matches.hpp>
 #include <roofsim/detail/embedded_gpus.hpp>
 #include <roofsim/detail/json_file.hpp>
 #include <roofsim/detail/json_read.hpp>
@@ -245,21 +246,6 @@ inline std::string normalized_name(std::string_view s) {
     return out;
 }
 
-/// Levenshtein distance, for "did you mean" suggestions.
-inline std::size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t above = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0u : 1u)});
-            diagonal = above;
-        }
-    }
-    return row[b.size()];
-}
 }  // namespace detail
 
 /// Looks a built-in GPU up by the name `nvidia-smi` (or cudaGetDeviceProperties) prints, e.g.

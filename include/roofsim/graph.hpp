@@ -190,6 +190,7 @@ inline AttrValue attr_from_json(const JsonCursor& c) {
 /// A graph input: {"shape", "dtype" (float32), "requires_grad" (false)}, "name" where `named`; shape
 /// entries are positive integers or, in a graph file, "batch".
 inline GraphInput graph_input_from_json(const JsonCursor& in, bool named) {
+    if (named) in.check_fields({"name", "shape", "dtype", "requires_grad"}, "docs/graph-format.md");
     GraphInput gi;
     if (named) gi.name = in.at("name").string();
     const JsonCursor shape = in.at("shape");
@@ -229,6 +230,7 @@ inline Graph one_layer_graph_from_json(const JsonCursor& c) {
 [[nodiscard]] inline Graph graph_from_json(const nlohmann::json& document, std::string_view origin) {
     using detail::JsonCursor;
     const JsonCursor root(document, std::string(origin), "");
+    root.check_fields({"schema_version", "kind", "name", "inputs", "layers"}, "docs/graph-format.md");
     if (root.at("schema_version").integer() != 1) root.at("schema_version").fail("unsupported version (expected 1)");
     if (root.at("kind").string() != "roofsim-layer-graph") root.at("kind").fail("expected \"roofsim-layer-graph\"");
     Graph g;
@@ -238,6 +240,7 @@ inline Graph one_layer_graph_from_json(const JsonCursor& c) {
     const JsonCursor layers = root.at("layers");
     for (std::size_t i = 0; i < layers.array_size(); ++i) {
         const JsonCursor lj = layers.at(i);
+        lj.check_fields({"name", "op", "inputs", "attrs"}, "docs/graph-format.md");
         Layer l;
         l.name = lj.at("name").string();
         l.op = lj.at("op").string();

@@ -4,6 +4,7 @@
 /// (forward, backward, optimizer) and the layer that owns it. Layer graphs are lowered into it
 /// (graph.hpp) and the PyTorch exporter writes it (docs/ir-format.md); the cost models read it.
 
+#include <roofsim/detail/checked.hpp>
 #include <roofsim/name.hpp>
 #include <roofsim/compute_unit.hpp>
 #include <roofsim/dtype.hpp>
@@ -157,10 +158,28 @@ struct ConvDims {
     std::int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
     std::int64_t groups = 1;
 
-    /// Output height: (H + 2 pad - dilation (R - 1) - 1) / stride + 1 (PyTorch Conv2d docs).
-    [[nodiscard]] std::int64_t p() const { return (h + 2 * pad_h - dilation_h * (r - 1) - 1) / stride_h + 1; }
+    /// Output size along one axis: (in + 2 pad - dilation (kernel - 1) - 1) / stride + 1 (PyTorch
+    /// Conv2d docs), or nullopt where a step of it overflows int64 (PyTorch's sizes are int64).
+    [[nodiscard]] static constexpr std::optional<std::int64_t> output_size(std::int64_t in, std::int64_t pad, std::int64_t dilation,
+                                                                         std::int64_t kernel, std::int64_t stride) {
+        using detail::checked_add, detail::checked_mul, detail::checked_sub;
+        const auto two_pad = checked_mul(2, pad);
+        const auto padded = two_pad ? checked_add(in, *two_pad) : std::nullopt;
+        const auto taps = checked_sub(kernel, 1);
+        const auto reach = taps ? checked_mul(dilation, *taps) : std::nullopt;
+        const auto span = padded && reach ? checked_sub(*padded, *reach) : std::nullopt;
+        const auto last = span ? checked_sub(*span, 1) : std::nullopt;
+        if (!last || stride <= 0) return std::nullopt;
+        return checked_add(*last / stride, 1);
+    }
+    /// Output height (std::overflow_error where int64 cannot hold it: the loaders refuse such a shape first).
+    [[nodiscard]] std::int64_t p() const {
+        return detail::value_or_overflow(output_size(h, pad_h, dilation_h, r, stride_h), "convolution output height");
+    }
     /// Output width, likewise.
-    [[nodiscard]] std::int64_t q() const { return (w + 2 * pad_w - dilation_w * (s - 1) - 1) / stride_w + 1; }
+    [[nodiscard]] std::int64_t q() const {
+        return detail::value_or_overflow(output_size(w, pad_w, dilation_w, s, stride_w), "convolution output width");
+    }
 
     friend bool operator==(const ConvDims&, const ConvDims&) = default;
 };
@@ -328,6 +347,48 @@ struct KernelList {
     std::vector<Kernel> kernels;
     StepMode mode = StepMode::training;             ///< a training step, or an inference forward
 };
+
+/// The first size of a GEMM that int64 cannot hold, named ("batch * m * k (A's bytes)"), or empty:
+/// each operand's bytes must fit (PyTorch computes a tensor's bytes in int64 and refuses an overflow).
+[[nodiscard]] inline std::string oversized_size(const GemmDims& g, std::int64_t element_bytes) {
+    using detail::checked_product;
+    if (!checked_product({g.batch, g.m, g.k, element_bytes})) return "batch * m * k (A's bytes)";
+    if (!checked_product({g.batch, g.k, g.n, element_bytes})) return "batch * k * n (B's bytes)";
+    if (!checked_product({g.batch, g.m, g.n, element_bytes})) return "batch * m * n (C's bytes)";
+    return {};
+}
+
+/// The first size of a convolution that int64 cannot hold, named, or empty: the output size, and
+/// the bytes of the input, output and filter (from which the implicit GEMM's sizes follow).
+[[nodiscard]] inline std::string oversized_size(const ConvDims& d, std::int64_t element_bytes) {
+    using detail::checked_product;
+    const auto p = ConvDims::output_size(d.h, d.pad_h, d.dilation_h, d.r, d.stride_h);
+    if (!p) return "h + 2 * padding - dilation * (r - 1) (output height)";
+    const auto q = ConvDims::output_size(d.w, d.pad_w, d.dilation_w, d.s, d.stride_w);
+    if (!q) return "w + 2 * padding - dilation * (s - 1) (output width)";
+    if (!checked_product({d.n, d.c, d.h, d.w, element_bytes})) return "n * c * h * w (input bytes)";
+    if (!checked_product({d.n, d.k, *p, *q, element_bytes})) return "n * k * p * q (output bytes)";
+    if (d.groups <= 0 || !checked_product({d.k, d.c / d.groups, d.r, d.s, element_bytes})) return "k * c / groups * r * s (filter bytes)";
+    return {};
+}
+
+/// The first size of an attention kernel that int64 cannot hold, named, or empty: batch * heads,
+/// the bytes of Q and of K, and the sequences rounded up to the kernels' 128-row tiles.
+[[nodiscard]] inline std::string oversized_size(const AttentionDims& a, std::int64_t element_bytes) {
+    using detail::checked_product, detail::checked_round_up;
+    if (!checked_product({a.batch, a.heads})) return "batch * heads";
+    if (!checked_product({a.batch, a.heads, a.seq_q, a.head_dim, element_bytes})) return "batch * heads * seq_q * head_dim (Q's bytes)";
+    if (!checked_product({a.batch, a.heads, a.seq_kv, a.head_dim, element_bytes})) return "batch * heads * seq_kv * head_dim (K's bytes)";
+    if (!checked_round_up(a.seq_q, 128)) return "seq_q (rounded up to a 128-row tile)";
+    if (!checked_round_up(a.seq_kv, 128)) return "seq_kv (rounded up to a 128-row tile)";
+    return {};
+}
+
+/// A dtype's bytes per element as a whole number, at least 1 (for the size checks).
+[[nodiscard]] constexpr std::int64_t whole_element_bytes(DType d) {
+    const double b = bytes_per_element(d);
+    return b <= 1 ? 1 : static_cast<std::int64_t>(b + 0.5);
+}
 
 /// FLOPs of a GEMM: 2 m n k per batch.
 [[nodiscard]] inline Flops gemm_flops(const GemmDims& g) {

@@ -12,7 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <filesystem>
 #include <initializer_list>
 #include <optional>
@@ -110,6 +112,9 @@ inline ConvDims conv_dims_from_json(const JsonCursor& c) {
     d.dilation_h = dilation[0]; d.dilation_w = dilation[1];
     d.groups = positive_field(c, "groups", 1);
     if (d.c % d.groups != 0 || d.k % d.groups != 0) c.at("groups").fail("must divide c and k");
+    // PyTorch's sizes are int64: an output size that overflows it is no shape
+    if (!ConvDims::output_size(d.h, d.pad_h, d.dilation_h, d.r, d.stride_h)) c.fail("h + 2 * padding - dilation * (r - 1) (output height) overflows a 64-bit integer");
+    if (!ConvDims::output_size(d.w, d.pad_w, d.dilation_w, d.s, d.stride_w)) c.fail("w + 2 * padding - dilation * (s - 1) (output width) overflows a 64-bit integer");
     if (d.p() <= 0 || d.q() <= 0) c.fail("the filter does not fit the padded input (output size <= 0)");
     return d;
 }
@@ -139,6 +144,38 @@ inline AttentionDims attention_dims_from_json(const JsonCursor& c, bool& backwar
 inline NormDims norm_dims_from_json(const JsonCursor& c) {
     check_fields(c, {"groups", "group_elements"});
     return NormDims{c.at("groups").positive_integer(), c.at("group_elements").positive_integer()};
+}
+
+/// Refuses a GEMM, convolution or attention shape whose sizes overflow int64 (PyTorch computes a
+/// tensor's bytes in int64 and refuses an overflow), and `flops` that disagree with the shape's
+/// count (ir.hpp: gemm_flops, conv_flops, attention_flops) beyond rounding.
+inline void check_shape_sizes(const JsonCursor& c, const Kernel& k) {
+    const std::int64_t element_bytes = whole_element_bytes(k.dtype);
+    std::string oversized;
+    std::string_view field;
+    std::optional<Flops> expected;
+    if (const auto* g = std::get_if<GemmDims>(&k.dims)) {
+        field = "gemm";
+        oversized = oversized_size(*g, element_bytes);
+        if (oversized.empty()) expected = gemm_flops(*g);
+    } else if (const auto* d = std::get_if<ConvDims>(&k.dims)) {
+        field = "conv";
+        oversized = oversized_size(*d, element_bytes);
+        if (oversized.empty()) expected = conv_flops(*d);
+    } else if (const auto* a = std::get_if<AttentionDims>(&k.dims)) {
+        field = "attention";
+        oversized = oversized_size(*a, element_bytes);
+        if (oversized.empty()) expected = attention_flops(*a, k.backward_pass);
+    } else {
+        return;
+    }
+    if (!oversized.empty()) c.at(field).fail(oversized + " overflows a 64-bit integer");
+    if (!c.has("flops")) return;
+    const double given = k.flops.value(), want = expected->value();
+    if (std::abs(given - want) > 1e-6 * std::max(want, 1.0)) {
+        c.at("flops").fail(JsonCursor::format(given) + " disagrees with the " + std::string(field) + " shape's " +
+                           JsonCursor::format(want) + " (docs/ir-format.md gives the count)");
+    }
 }
 
 inline std::string optional_string(const JsonCursor& c, std::string_view key) {
@@ -178,6 +215,7 @@ inline Kernel kernel_from_json(const JsonCursor& c) {
     if (c.has("attention")) { k.dims = attention_dims_from_json(c.at("attention"), k.backward_pass); ++shapes; }
     if (c.has("norm")) { k.dims = norm_dims_from_json(c.at("norm")); ++shapes; }
     if (shapes > 1) c.fail("more than one of gemm, conv, attention, norm");
+    check_shape_sizes(c, k);
     const bool shape_fits = (c.has("gemm") && k.kind == KernelKind::gemm) || (c.has("conv") && k.kind == KernelKind::conv) ||
                             (c.has("attention") && k.kind == KernelKind::attention) ||
                             (c.has("norm") && (k.kind == KernelKind::normalization || k.kind == KernelKind::reduction));

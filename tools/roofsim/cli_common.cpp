@@ -1,7 +1,9 @@
 #include "cli_common.hpp"
 #include "quantity_parse.hpp"
 
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <iostream>
 #include <sstream>
 
@@ -51,8 +53,11 @@ CLI::Validator positive_integer() {
     return CLI::Validator(
         [](const std::string& text) {
             const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
-            return digits && text.find_first_not_of('0') != std::string::npos ? std::string()
-                                                                              : "must be a positive integer, got " + text;
+            if (!digits || text.find_first_not_of('0') == std::string::npos) return "must be a positive integer, got " + text;
+            std::int64_t v = 0;  // the option is an int64: a number beyond it must not saturate to INT64_MAX
+            const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+            if (ec != std::errc() || ptr != text.data() + text.size()) return text + ": does not fit in a 64-bit integer";
+            return std::string();
         },
         "POSITIVE INTEGER");
 }

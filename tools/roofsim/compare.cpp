@@ -56,6 +56,8 @@ Setup setup(const CompareOptions& o) {
         std::int64_t b = 0;
         const char* end = o.batch.data() + o.batch.size();
         const auto [ptr, ec] = std::from_chars(o.batch.data(), end, b);
+        // PyTorch's sizes are int64: a batch beyond it is no batch
+        if (ec == std::errc::result_out_of_range) throw UsageError("--batch " + o.batch + ": does not fit in a 64-bit integer");
         if (ec != std::errc() || ptr != end || b <= 0) throw UsageError("--batch must be a positive integer or max, got '" + o.batch + "'");
         s.options.lowering.batch = b;
     }

@@ -272,6 +272,8 @@ roofsim::PredictOptions predict_options(PredictOptions& o) {
         std::int64_t b = 0;
         const char* end = o.batch_text.data() + o.batch_text.size();
         const auto [ptr, ec] = std::from_chars(o.batch_text.data(), end, b);
+        // PyTorch's sizes are int64: a batch beyond it is no batch
+        if (ec == std::errc::result_out_of_range) throw UsageError("--batch " + o.batch_text + ": does not fit in a 64-bit integer");
         if (ec != std::errc() || ptr != end || b <= 0) {
             throw UsageError("--batch must be a positive integer or max, got '" + o.batch_text + "'");
         }

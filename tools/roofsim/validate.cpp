@@ -297,7 +297,7 @@ HostSpeed host_speed(const ValidateOptions& o) {
 
 void run_validate_file(const ValidateOptions& o, const Context& context, std::ostream& out) {
     if (o.measurements.empty()) throw UsageError(
-        "validate needs --measurements FILE, --runs FILE, --kernels DIR, --ddp FILE... or --max-batch FILE, or --throughputs FILE");
+        "validate needs one of: --measurements FILE, --runs FILE, --kernels DIR, --ddp FILE..., --max-batch FILE, --throughputs FILE");
     const ValidationSet set = load_validation(o.measurements);
     const auto& spec = gpu_arg(set.gpu_key);
     const auto& calibration = context.calibration;

@@ -31,10 +31,12 @@ namespace detail {
 /// P V), five times backward. A causal mask skips the key blocks past the diagonal, but each diagonal
 /// block runs whole: of nb x nb blocks of 128, nb (nb + 1) / 2 run.
 [[nodiscard]] inline std::pair<GemmDims, double> attention_gemms(const AttentionDims& a, bool backward) {
-    const auto blocks_of_64 = [](std::int64_t n) { return (n + 63) / 64 * 64; };
-    const double nb = static_cast<double>((std::max(a.seq_q, a.seq_kv) + 127) / 128);
+    // the loaders refuse sizes that overflow int64 (ir.hpp, oversized_size); these checks are the last guard
+    const auto blocks_of_64 = [](std::int64_t n) { return detail::value_or_overflow(detail::checked_round_up(n, 64), "attention sequence"); };
+    const double nb = static_cast<double>(detail::value_or_overflow(detail::checked_round_up(std::max(a.seq_q, a.seq_kv), 128),
+                                                                    "attention sequence") / 128);
     const double share = a.causal ? (nb + 1) / (2 * nb) : 1.0;
-    return {GemmDims{blocks_of_64(a.seq_q), a.head_dim, blocks_of_64(a.seq_kv), a.batch * a.heads, GemmLayout::nn},
+    return {GemmDims{blocks_of_64(a.seq_q), a.head_dim, blocks_of_64(a.seq_kv), detail::value_or_overflow(detail::checked_mul(a.batch, a.heads), "attention batch * heads"), GemmLayout::nn},
             share * (backward ? 5.0 : 2.0)};
 }
 }  // namespace detail

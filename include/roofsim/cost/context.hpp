@@ -195,8 +195,11 @@ namespace detail {
 /// The bytes a convolution pass reads and writes, each tensor once: forward x, w -> y; backward-data
 /// dy, w -> dx; backward-filter dy, x -> dw.
 [[nodiscard]] inline Bytes conv_tensor_bytes(const ConvDims& d, int element_bytes) {
-    const double x = static_cast<double>(d.n * d.c * d.h * d.w), y = static_cast<double>(d.n * d.k * d.p() * d.q());
-    const double w = static_cast<double>(d.k * (d.c / std::max<std::int64_t>(1, d.groups)) * d.r * d.s);
+    const auto elements = [](std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t e) {  // as doubles: no int64 overflow
+        return static_cast<double>(a) * static_cast<double>(b) * static_cast<double>(c) * static_cast<double>(e);
+    };
+    const double x = elements(d.n, d.c, d.h, d.w), y = elements(d.n, d.k, d.p(), d.q());
+    const double w = elements(d.k, d.c / std::max<std::int64_t>(1, d.groups), d.r, d.s);
     return Bytes((x + y + w) * element_bytes);
 }
 
@@ -205,7 +208,8 @@ namespace detail {
     // W (K x C) x[n] (C x HW) (H200, cuDNN 9.19: one CUTLASS or cuBLAS GEMM kernel, no transposes):
     // forward M = K, N = HW, K = C; backward-data M = C, N = HW, K = K; backward-filter M = K, N = C, K = HW.
     if (conv_class(c) == ConvClass::pointwise) {
-        const std::int64_t hw = c.h * c.w;
+        // the loaders refuse sizes that overflow int64 (ir.hpp, oversized_size); these checks are the last guard
+        const std::int64_t hw = detail::value_or_overflow(detail::checked_mul(c.h, c.w), "convolution h * w");
         switch (c.pass) {
             case ConvPass::forward: return {c.k, hw, c.c, c.n, GemmLayout::nn};
             case ConvPass::backward_data: return {c.c, hw, c.k, c.n, GemmLayout::tn};
@@ -214,10 +218,14 @@ namespace detail {
     }
     // forward: M = N P Q, N = K, K = C R S / groups; backward-data: M = N H W, N = C, K = K R S / groups;
     // backward-filter: M = K, N = C R S / groups, K = N P Q. Grouped convolutions run `groups` GEMMs.
-    const std::int64_t npq = c.n * c.p() * c.q(), crs = c.c / c.groups * c.r * c.s;
+    using detail::checked_product, detail::value_or_overflow;
+    const std::int64_t npq = value_or_overflow(checked_product({c.n, c.p(), c.q()}), "convolution n * p * q");
+    const std::int64_t crs = value_or_overflow(checked_product({c.c / c.groups, c.r, c.s}), "convolution c / groups * r * s");
     switch (c.pass) {
         case ConvPass::forward: return {npq, c.k / c.groups, crs, c.groups};
-        case ConvPass::backward_data: return {c.n * c.h * c.w, c.c / c.groups, c.k / c.groups * c.r * c.s, c.groups};
+        case ConvPass::backward_data:
+            return {value_or_overflow(checked_product({c.n, c.h, c.w}), "convolution n * h * w"), c.c / c.groups,
+                    value_or_overflow(checked_product({c.k / c.groups, c.r, c.s}), "convolution k / groups * r * s"), c.groups};
         case ConvPass::backward_filter: return {c.k / c.groups, crs, npq, c.groups};
     }
     return {};

@@ -3,7 +3,10 @@
 /// the file (origin) and the JSON pointer of the offending value, e.g.
 /// `h200.json: /bandwidth/dram/copy/median: missing`.
 
+#include <roofsim/detail/close_matches.hpp>
+
 #include <cmath>
+#include <initializer_list>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -98,6 +101,17 @@ public:
     [[nodiscard]] bool boolean() const {
         if (!value_->is_boolean()) fail(std::string("expected a boolean, got ") + value_->type_name());
         return value_->get<bool>();
+    }
+
+    /// Refuses members of this object that the format does not define (the format defines its
+    /// fields: an unknown one is a typo, never ignored), suggesting the close matches; `listed_in`
+    /// names the document that lists the fields.
+    void check_fields(std::initializer_list<std::string_view> known, std::string_view listed_in) const {
+        for (const auto& [key, value] : object().items()) {
+            bool ok = false;
+            for (const auto k : known) ok = ok || k == key;
+            if (!ok) at(key).fail("unknown field" + did_you_mean(key, known) + " (" + std::string(listed_in) + " lists the fields)");
+        }
     }
 
     [[nodiscard]] static std::string format(double v) {

@@ -13,9 +13,11 @@
 namespace roofsim::detail {
 
 inline void Lowerer::attention_kernels(const Layer& l, AttentionDims a, DType dt) {
-    const double qkv = static_cast<double>(a.batch * a.heads * a.head_dim) * static_cast<double>(a.seq_q + 2 * a.seq_kv);
-    const double o = static_cast<double>(a.batch * a.heads * a.seq_q * a.head_dim);
-    const double rows = static_cast<double>(a.batch * a.heads * a.seq_q);
+    check_sizes(l, a, dt);
+    const double bh_d = static_cast<double>(a.batch) * static_cast<double>(a.heads);
+    const double qkv = bh_d * static_cast<double>(a.head_dim) * (static_cast<double>(a.seq_q) + 2 * static_cast<double>(a.seq_kv));
+    const double o = bh_d * static_cast<double>(a.seq_q) * static_cast<double>(a.head_dim);
+    const double rows = bh_d * static_cast<double>(a.seq_q);
     if (a.backend == AttentionBackend::math && (dt == DType::bf16 || dt == DType::f16)) {
         // The math path upcasts 16-bit inputs to float32 and computes in float32
         // (torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp, False by default since
@@ -35,10 +37,10 @@ inline void Lowerer::attention_kernels(const Layer& l, AttentionDims a, DType dt
         // set to zero: eq(-inf), all(dim), where, with two one-element scalar tensors); bmm(P, V).
         // Its elementwise and softmax kernels are plain ones: they take those ops' efficiencies, not
         // the fused attention kernels'.
-        const std::int64_t bh = a.batch * a.heads;
-        const double scores = static_cast<double>(bh * a.seq_q * a.seq_kv);
-        const double k_elements = static_cast<double>(bh * a.seq_kv * a.head_dim);
-        const double mask = static_cast<double>(a.seq_q * a.seq_kv);
+        const std::int64_t bh = product(l, "batch * heads", {a.batch, a.heads});
+        const double scores = static_cast<double>(product(l, "batch * heads * seq_q * seq_kv (attention scores)", {bh, a.seq_q, a.seq_kv}));
+        const double k_elements = bh_d * static_cast<double>(a.seq_kv) * static_cast<double>(a.head_dim);
+        const double mask = static_cast<double>(a.seq_q) * static_cast<double>(a.seq_kv);
         // a kernel of the path that takes the efficiency of the plain op `efficiency_of`
         const auto plain = [&](Phase ph, std::string_view op, KernelKind kind, DType d, double read, double write,
                                std::string_view efficiency_of) -> Kernel& {
@@ -146,19 +148,23 @@ inline void Lowerer::mha_in_projection_backward(const Layer& l, DType dt, std::i
 inline Value Lowerer::mha(const Layer& l, LayerSummary& s) {
     const Value& x = input(l, 0);
     if (x.shape.size() != 3) throw layer_error(l, "input: expected B x L x E (batch_first)");
+    // PyTorch takes batch_first false too (L x B x E); the lowering models the batch-first layout
+    if (!bool_attr(l, "batch_first", true)) throw layer_error(l, "batch_first: only true (B x L x E) is modelled");
     const std::int64_t e = int_attr(l, "embed_dim"), heads = int_attr(l, "num_heads");
     if (x.shape[2] != e) throw layer_error(l, "embed_dim: does not match the input");
     if (heads <= 0 || e % heads != 0) throw layer_error(l, "num_heads: must divide embed_dim");
-    const std::int64_t b = x.shape[0], len = x.shape[1], d = e / heads, bh = b * heads;
-    const double tokens = static_cast<double>(b * len);
-    add_parameter(s, static_cast<double>(3 * e * e));  // in_proj_weight
-    add_parameter(s, static_cast<double>(3 * e));      // in_proj_bias
-    add_parameter(s, static_cast<double>(e * e));      // out_proj.weight
+    const std::int64_t b = x.shape[0], len = x.shape[1], d = e / heads;
+    const std::int64_t bh = product(l, "batch * num_heads", {b, heads});
+    const double tokens = static_cast<double>(b * len);  // the input's element count fits: so does this
+    const double e_squared = static_cast<double>(product(l, "4 * embed_dim * embed_dim (weight elements)", {4, e, e})) / 4;
+    add_parameter(s, 3 * e_squared);                   // in_proj_weight
+    add_parameter(s, 3 * static_cast<double>(e));      // in_proj_bias
+    add_parameter(s, e_squared);                       // out_proj.weight
     add_parameter(s, static_cast<double>(e));          // out_proj.bias
     const DType dt = compute_dtype(l, x);
-    weight_cast(l, static_cast<double>(4 * e * e + 4 * e), dt);
+    weight_cast(l, 4 * e_squared + 4 * static_cast<double>(e), dt);
     const double te = tokens * static_cast<double>(e);
-    const double scores = static_cast<double>(bh * len * len);
+    const double scores = static_cast<double>(product(l, "batch * num_heads * L * L (attention weights)", {bh, len, len}));
     if (!bool_attr(l, "need_weights", true)) {
         // need_weights=False: the packed projection, a copy to split heads, SDPA (flash for 16-bit,
         // memory-efficient for float32), a copy to merge heads, the output projection.

@@ -51,15 +51,20 @@ inline Value Lowerer::conv(const Layer& l, LayerSummary& s, std::size_t rank) {
         d.h = 1; d.w = x.shape[2]; d.r = 1; d.s = ks[0];
         d.stride_w = st[0]; d.pad_w = pad[0]; d.dilation_w = dil[0];
     }
+    // PyTorch's sizes are int64: an output size whose arithmetic overflows it is no shape
+    if (!ConvDims::output_size(d.h, d.pad_h, d.dilation_h, d.r, d.stride_h) || !ConvDims::output_size(d.w, d.pad_w, d.dilation_w, d.s, d.stride_w)) {
+        throw layer_error(l, "input + 2 * padding - dilation * (kernel_size - 1) (output size): overflows a 64-bit integer");
+    }
     const std::int64_t out_h = d.p(), out_w = d.q();
     if (out_h <= 0 || out_w <= 0) throw layer_error(l, "kernel_size: larger than the padded input");
-    const double weights = static_cast<double>(k * (c / groups) * d.r * d.s);
+    const double weights = static_cast<double>(product(l, "out_channels * in_channels / groups * kernel_size (weight elements)", {k, c / groups, d.r, d.s}));
     add_parameter(s, weights);
     if (bias) add_parameter(s, static_cast<double>(k));
     const DType dt = compute_dtype(l, x);
+    check_sizes(l, d, dt);
     weight_cast(l, weights + (bias ? static_cast<double>(k) : 0.0), dt);
     const double in_el = numel(x.shape);
-    const double out_el = static_cast<double>(d.n * k * out_h * out_w);
+    const double out_el = static_cast<double>(d.n) * static_cast<double>(k) * static_cast<double>(out_h) * static_cast<double>(out_w);
     const double flops = conv_flops(d).value();  // the same for the three passes
     auto pass = [&](Phase ph, ConvPass p, double read_el, double write_el) {
         Kernel& kk = kernel(l, ph, p == ConvPass::forward ? "aten::convolution" : "aten::convolution_backward", KernelKind::conv,

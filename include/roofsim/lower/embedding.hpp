@@ -54,14 +54,15 @@ inline Value Lowerer::embedding(const Layer& l, LayerSummary& s) {
     const Value& idx = input(l, 0);
     const std::int64_t rows = int_attr(l, "num_embeddings"), dim = int_attr(l, "embedding_dim");
     const double lookups = numel(idx.shape);
-    add_parameter(s, static_cast<double>(rows * dim));
+    const double weights = static_cast<double>(product(l, "num_embeddings * embedding_dim (weight elements)", {rows, dim}));
+    add_parameter(s, weights);
     const DType dt = rules_.parameter_dtype;
     const double row_elements = lookups * static_cast<double>(dim);
     Kernel& f = kernel(l, Phase::forward, "aten::embedding", KernelKind::embedding, dt, row_elements, row_elements);
     f.bytes_read += tensor_bytes(lookups, idx.dtype);
     save_value(s, input_id(0), tensor_bytes(lookups, idx.dtype));
     constexpr std::string_view op = "aten::embedding_dense_backward";
-    kernel(l, Phase::backward, op, KernelKind::elementwise, dt, 0, static_cast<double>(rows * dim));  // zero-fill dW
+    kernel(l, Phase::backward, op, KernelKind::elementwise, dt, 0, weights);  // zero-fill dW
     if (lookups <= 3072) {
         Kernel& a = kernel(l, Phase::backward, op, KernelKind::embedding, dt, row_elements, row_elements);
         a.bytes_read += tensor_bytes(lookups, idx.dtype);

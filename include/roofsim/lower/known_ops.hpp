@@ -63,6 +63,47 @@ inline const std::map<std::string, KnownOp, std::less<>>& known_ops() {
     return ops;
 }
 
+/// The attributes each known op takes (docs/graph-format.md, "Ops and attributes"): the one list
+/// lowering reads them by, against which a graph's attributes are checked (an unknown one is a
+/// typo PyTorch would refuse as an unexpected keyword argument).
+inline const std::map<std::string, std::vector<std::string_view>, std::less<>>& known_attributes() {
+    static const std::vector<std::string_view> conv = {"in_channels", "out_channels", "kernel_size", "stride",
+                                                       "padding", "dilation", "groups", "bias"};
+    static const std::vector<std::string_view> activation = {"inplace"};
+    static const std::vector<std::string_view> pool = {"kernel_size", "stride", "padding"};
+    static const std::vector<std::string_view> norm = {"normalized_shape", "elementwise_affine"};
+    static const std::vector<std::string_view> dims = {"dim0", "dim1"};
+    static const std::vector<std::string_view> softmax = {"dim"};
+    static const std::map<std::string, std::vector<std::string_view>, std::less<>> attributes = {
+        {"linear", {"in_features", "out_features", "bias", "tied"}},
+        {"matmul", {}}, {"bmm", {}},
+        {"conv2d", conv}, {"conv1d", conv},
+        {"batchnorm2d", {"num_features"}},
+        {"layernorm", norm}, {"rmsnorm", norm},
+        {"groupnorm", {"num_groups", "num_channels"}},
+        {"relu", activation}, {"gelu", {"inplace", "approximate"}}, {"silu", activation}, {"tanh", activation},
+        {"sigmoid", activation},
+        {"dropout", {"p"}},
+        {"add", {}}, {"mul", {}},
+        {"softmax", softmax}, {"log_softmax", softmax},
+        {"cross_entropy", {}},
+        {"sdpa", {"is_causal", "dropout_p", "backend"}},
+        {"mha", {"embed_dim", "num_heads", "need_weights", "batch_first"}},  // batch_first: the measurement scripts record it
+        {"embedding", {"num_embeddings", "embedding_dim"}},
+        {"maxpool2d", pool}, {"avgpool2d", pool},
+        {"adaptive_avgpool2d", {"output_size"}},
+        {"flatten", {"start_dim", "copy"}}, {"reshape", {"shape", "copy"}},
+        {"slice", {"dim", "start", "length"}},
+        {"transpose", dims}, {"transpose_contiguous", dims},
+        {"cat", {"dim"}},
+        {"gelu_tanh_composite", {}},
+        {"cast", {"dtype"}},
+        {"sum", {}},
+        {"scale", {"factor"}},
+    };
+    return attributes;
+}
+
 /// The known op named `op`, or null: known_ops() indexed once, for the lookup of every layer's op.
 inline const KnownOp* find_known_op(std::string_view op) {
     static const auto index = [] {

@@ -27,7 +27,7 @@ inline Value Lowerer::reshape(const Layer& l, LayerSummary&) {
         int infer = -1;
         for (std::size_t i = 0; i < y.shape.size(); ++i) {
             if (y.shape[i] == -1) infer = static_cast<int>(i);
-            else known *= y.shape[i];
+            else known = product(l, "shape (its element count)", {known, y.shape[i]});
         }
         if (infer >= 0 && known > 0) y.shape[static_cast<std::size_t>(infer)] = static_cast<std::int64_t>(numel(x.shape)) / known;
         if (numel(y.shape) != numel(x.shape)) throw layer_error(l, "shape: element count differs from the input");
@@ -55,7 +55,8 @@ inline Value Lowerer::slice(const Layer& l, LayerSummary&) {
     const auto rank = static_cast<std::int64_t>(x.shape.size());
     if (dim < 0) dim += rank;
     if (dim < 0 || dim >= rank) throw layer_error(l, "dim: out of range");
-    if (start < 0 || length <= 0 || start + length > x.shape[static_cast<std::size_t>(dim)]) {
+    // PyTorch's narrow takes int64 start and length: their sum must fit it
+    if (start < 0 || length <= 0 || sum(l, "start + length", start, length) > x.shape[static_cast<std::size_t>(dim)]) {
         throw layer_error(l, "start/length: outside the input");
     }
     Value y = x;
@@ -96,7 +97,7 @@ inline Value Lowerer::cat(const Layer& l, LayerSummary&) {
     if (dim < 0) dim += rank;
     if (a.shape.size() != b.shape.size() || dim < 0 || dim >= rank) throw layer_error(l, "dim: out of range or ranks differ");
     Value y = a;
-    y.shape[static_cast<std::size_t>(dim)] += b.shape[static_cast<std::size_t>(dim)];
+    y.shape[static_cast<std::size_t>(dim)] = sum(l, "dim (the sizes joined)", a.shape[static_cast<std::size_t>(dim)], b.shape[static_cast<std::size_t>(dim)]);
     const double n = numel(y.shape);
     kernel(l, Phase::forward, "aten::cat", KernelKind::copy, a.dtype, n, n);
     y.needs_grad = a.needs_grad || b.needs_grad;

@@ -22,17 +22,18 @@ inline Value Lowerer::linear(const Layer& l, LayerSummary& s) {
     if (x.shape.empty() || x.shape.back() != in_f) {
         throw layer_error(l, "in_features: " + std::to_string(in_f) + " does not match the input's last dimension");
     }
+    const std::int64_t weights = product(l, "in_features * out_features (weight elements)", {in_f, out_f});
     const double m = numel(x.shape) / static_cast<double>(in_f);
     const auto rows = static_cast<std::int64_t>(m);
     // tied: the weight is another layer's (GPT-2's lm_head shares the token embedding); its
     // gradient is summed into that parameter's gradient.
     const bool tied = bool_attr(l, "tied", false);
-    if (!tied) add_parameter(s, static_cast<double>(in_f * out_f));
+    if (!tied) add_parameter(s, static_cast<double>(weights));
     if (bias) add_parameter(s, static_cast<double>(out_f));
     const DType dt = compute_dtype(l, x);
-    weight_cast(l, static_cast<double>(in_f * out_f) + (bias ? static_cast<double>(out_f) : 0.0), dt);
+    weight_cast(l, static_cast<double>(weights) + (bias ? static_cast<double>(out_f) : 0.0), dt);
     if (tied) kernel(l, Phase::backward, "aten::add_", KernelKind::elementwise, rules_.parameter_dtype,
-                     2.0 * static_cast<double>(in_f * out_f), static_cast<double>(in_f * out_f));
+                     2.0 * static_cast<double>(weights), static_cast<double>(weights));
     // y = x W^T (W read transposed); dX = dY W; dW = dY^T X (dY read transposed)
     gemm(l, Phase::forward, bias ? "aten::addmm" : "aten::mm", dt, {rows, out_f, in_f, 1, GemmLayout::nt}, dt);
     save_input(s, l, 0, dt);
@@ -52,8 +53,8 @@ inline Value Lowerer::matmul(const Layer& l, LayerSummary& s) {
     const std::int64_t m = a.shape[a.shape.size() - 2], k = a.shape.back();
     const std::int64_t k2 = b.shape[b.shape.size() - 2], n = b.shape.back();
     if (k != k2) throw layer_error(l, "inner dimensions differ: " + std::to_string(k) + " vs " + std::to_string(k2));
-    const double batch_a = numel(a.shape) / static_cast<double>(m * k);
-    const double batch_b = numel(b.shape) / static_cast<double>(k * n);
+    const double batch_a = numel(a.shape) / static_cast<double>(m) / static_cast<double>(k);
+    const double batch_b = numel(b.shape) / static_cast<double>(k) / static_cast<double>(n);
     if (batch_a != batch_b) throw layer_error(l, "batch dimensions differ (broadcasting is not modelled)");
     const auto batch = static_cast<std::int64_t>(batch_a);
     const DType dt = compute_dtype(l, a);

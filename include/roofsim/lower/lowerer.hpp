@@ -7,6 +7,8 @@
 /// more passes. The rules of each op family define their Lowerer members in lower/<family>.hpp;
 /// include lower/lower.hpp, which holds them all.
 
+#include <roofsim/detail/checked.hpp>
+#include <roofsim/detail/close_matches.hpp>
 #include <roofsim/detail/concat.hpp>
 #include <roofsim/detail/name_index.hpp>
 #include <roofsim/graph.hpp>
@@ -256,6 +258,13 @@ private:
             // declared dtype is kept (a bfloat16 activation entering an autocast layer stays bfloat16).
             v.dtype = in.dtype == DType::f32 ? rules_.input_dtype : in.dtype;
             v.needs_grad = in.requires_grad && !inference_;
+            // PyTorch's sizes are int64: a tensor whose bytes overflow it cannot be made
+            std::int64_t bytes = whole_element_bytes(v.dtype);
+            for (const auto d : v.shape) {
+                const auto more = checked_mul(bytes, d);
+                if (!more) throw GraphError("input '" + in.name + "': shape: its bytes overflow a 64-bit integer");
+                bytes = *more;
+            }
             if (names_.insert(in.name, id) != id) throw GraphError("input '" + in.name + "' is declared twice");
             step_.input_bytes += tensor_bytes(numel(v.shape), v.dtype);
             values_.push_back(std::move(v));
@@ -284,6 +293,7 @@ private:
                 throw layer_error(l, "inputs: expected " + std::to_string(op->arity) + ", got " +
                                          std::to_string(l.inputs.size()));
             }
+            if (!l.attrs.empty()) check_attribute_names(l);
             op_.push_back(op);
             if (std::find(distinct_ops_.begin(), distinct_ops_.end(), op) == distinct_ops_.end()) {
                 distinct_ops_.push_back(op);
@@ -304,6 +314,21 @@ private:
             }
             const std::size_t own = graph_.inputs.size() + li;
             name_taken_[li] = names_.insert(l.name, own) != own ? 1 : 0;
+        }
+    }
+
+    /// Refuses an attribute the layer's op does not take (known_attributes), naming it and the close
+    /// matches: PyTorch refuses an unexpected keyword argument, and a typo must not become a default.
+    static void check_attribute_names(const Layer& l) {
+        const auto known = known_attributes().find(l.op);
+        if (known == known_attributes().end()) return;  // not an op lowering knows: refused as such
+        for (const auto& attr : l.attrs) {
+            const auto& names = known->second;
+            if (std::find(names.begin(), names.end(), attr.first) != names.end()) continue;
+            std::string taken;
+            for (const auto name : names) taken += (taken.empty() ? "" : ", ") + std::string(name);
+            throw layer_error(l, attr.first + ": unknown attribute" + did_you_mean(attr.first, names) + " (" + l.op +
+                                     (names.empty() ? " takes none)" : " takes " + taken + ")"));
         }
     }
 
@@ -545,10 +570,32 @@ private:
         }
     }
 
+    /// The product of `factors`, refused naming `what` where int64 cannot hold it (PyTorch's sizes are int64).
+    static std::int64_t product(const Layer& l, std::string_view what, std::initializer_list<std::int64_t> factors) {
+        const auto p = checked_product(factors);
+        if (!p) throw layer_error(l, std::string(what) + ": overflows a 64-bit integer");
+        return *p;
+    }
+
+    /// a + b, refused naming `what` where int64 cannot hold it.
+    static std::int64_t sum(const Layer& l, std::string_view what, std::int64_t a, std::int64_t b) {
+        const auto s = checked_add(a, b);
+        if (!s) throw layer_error(l, std::string(what) + ": overflows a 64-bit integer");
+        return *s;
+    }
+
+    /// Refuses a kernel shape whose sizes overflow int64 (ir.hpp, oversized_size), naming the size.
+    template <class Dims>
+    static void check_sizes(const Layer& l, const Dims& d, DType dtype) {
+        const std::string oversized = oversized_size(d, whole_element_bytes(dtype));
+        if (!oversized.empty()) throw layer_error(l, oversized + ": overflows a 64-bit integer");
+    }
+
     ComputeUnit matmul_unit(DType d) const { return tensor_unit_for(d, rules_.matmul_unit); }
     ComputeUnit conv_unit(DType d) const { return tensor_unit_for(d, rules_.conv_unit); }
 
     Kernel& gemm(const Layer& l, Phase phase, std::string_view op, DType dtype, GemmDims g, DType out_dtype) {
+        check_sizes(l, g, std::max(dtype, out_dtype, [](DType a, DType b) { return bytes_per_element(a) < bytes_per_element(b); }));
         const double in_elements = static_cast<double>(g.batch) * (static_cast<double>(g.m) * static_cast<double>(g.k) +
                                                                    static_cast<double>(g.k) * static_cast<double>(g.n));
         Kernel& k = kernel(l, phase, op, KernelKind::gemm, dtype, in_elements, 0, gemm_flops(g).value(), matmul_unit(dtype));
@@ -588,8 +635,11 @@ private:
                 kernel(l, Phase::backward, "aten::add_", KernelKind::elementwise, v.dtype, 2 * numel(v.shape), numel(v.shape));
             }
         }
+        std::int64_t out_bytes = whole_element_bytes(out.dtype);
         for (auto d : out.shape) {
             if (d <= 0) throw layer_error(l, "output shape has a non-positive dimension (check the attributes)");
+            // PyTorch's sizes are int64: an output whose bytes overflow it cannot be made
+            out_bytes = product(l, "output shape (its bytes)", {out_bytes, d});
         }
         s.output_dtype = out.dtype;
         s.output_bytes = tensor_bytes(numel(out.shape), out.dtype);

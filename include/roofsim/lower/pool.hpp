@@ -23,16 +23,17 @@ inline Value Lowerer::pool(const Layer& l, LayerSummary& s) {
     check_dims_at_least(l, "stride", st, 1);
     check_dims_at_least(l, "padding", pad, 0);
     for (std::size_t i = 0; i < 2; ++i) {
-        if (2 * pad[i] > ks[i]) {
+        if (pad[i] > ks[i] / 2) {  // 2 pad > kernel, without 2 pad's overflow
             throw layer_error(l, "padding: expected at most half of kernel_size " + std::to_string(ks[i]) + ", got " +
                                      std::to_string(pad[i]));
         }
     }
     Value y = x;
-    for (int i = 0; i < 2; ++i) {
-        y.shape[static_cast<std::size_t>(2 + i)] =
-            (x.shape[static_cast<std::size_t>(2 + i)] + 2 * pad[static_cast<std::size_t>(i)] - ks[static_cast<std::size_t>(i)]) /
-                st[static_cast<std::size_t>(i)] + 1;
+    for (std::size_t i = 0; i < 2; ++i) {
+        // (in + 2 pad - kernel) / stride + 1: a convolution's output size without dilation, int64 like PyTorch's
+        const auto out = ConvDims::output_size(x.shape[2 + i], pad[i], 1, ks[i], st[i]);
+        if (!out) throw layer_error(l, "input + 2 * padding - kernel_size (output size): overflows a 64-bit integer");
+        y.shape[2 + i] = *out;
     }
     const double n_in = numel(x.shape), n_out = numel(y.shape);
     const bool max = l.op == "maxpool2d";

@@ -402,6 +402,8 @@ inline void read_bandwidth(const JsonCursor& root, Calibration& c) {
         const auto level = memory_level_from_key(lk);
         if (!level) bw.at(lk).fail("unknown memory level \"" + lk + "\"");
         const auto lj = bw.at(lk);
+        // a level is left out where it was not measured; present, it holds at least one measurement
+        if (lj.object().empty()) lj.fail("no measurements (a memory level lists at least one access pattern, e.g. copy; leave out a level not measured)");
         for (const auto& [pk, pv] : lj.object().items()) {
             const auto pattern = access_pattern_from_key(pk);
             if (!pattern) lj.at(pk).fail("unknown access pattern \"" + pk + "\"");

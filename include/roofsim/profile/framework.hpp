@@ -187,6 +187,8 @@ namespace detail {
         const JsonCursor fig = figures.at(key);
         FrameworkFigure x;
         x.seconds = fig.at("seconds").non_negative();
+        // the figure is a time (>= 0); its spread is finite (number() refuses others) but may reach
+        // below 0, where a fit's intercept comes out below 0 in a pass by its noise
         x.min = fig.at("min").number();
         x.measured_min = x.min;
         x.max = fig.at("max").number();
@@ -246,6 +248,10 @@ namespace detail {
             o.backward_seconds = t.at("backward_gpu_seconds").at("seconds").non_negative();  // a view's: none
             f.op_timings.push_back(std::move(o));
         }
+    }
+    // a profile is its measurements: without figures or op timings it would price every host cost at zero
+    if (f.figures.empty() && f.op_timings.empty()) {
+        figures.fail("no figures and no op_timings (a framework profile holds what the framework probe measured)");
     }
     return f;
 }
