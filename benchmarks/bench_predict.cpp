@@ -3,6 +3,7 @@
 // profiles; and fixed CPU workloads (cpu_canary_*) that tell the core's speed at the moment.
 // Run: build/benchmarks/bench_predict
 #include <roofsim/roofsim.hpp>
+#include <roofsim/sweep.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -87,6 +88,30 @@ void predict_transformer_step(benchmark::State& state, const roofsim::Graph& g) 
 }
 BENCHMARK_CAPTURE(predict_transformer_step, bert_base, roofsim::zoo::bert_base())->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(predict_transformer_step, gpt2_small, roofsim::zoo::gpt2_small())->Unit(benchmark::kMicrosecond);
+
+/// roofsim sweep's engine on 10,080 ResNet-50 configurations: the 14 built-in GPUs (each with its
+/// default profile) x batches 8-187 x fp32, fp32-strict, tf32 and amp-fp16 (720 lowerings; the V100 has no bf16), on every core.
+void sweep_resnet50_10k(benchmark::State& state) {
+    const roofsim::Graph g = roofsim::zoo::resnet50();
+    static const std::vector<roofsim::CostContext> contexts = [] {
+        std::vector<roofsim::CostContext> out;
+        for (const auto& spec : roofsim::builtin_gpus()) out.push_back(roofsim::make_default_cost_context(spec, framework()));
+        return out;
+    }();
+    roofsim::SweepGrid grid;
+    for (const auto& c : contexts) grid.gpus.push_back({&c, framework()});
+    for (std::int64_t b = 8; b < 188; ++b) grid.batches.push_back(b);
+    grid.precisions = {roofsim::PrecisionMode::fp32, roofsim::PrecisionMode::fp32_strict, roofsim::PrecisionMode::tf32,
+                       roofsim::PrecisionMode::amp_fp16};
+    roofsim::PredictOptions o;
+    o.framework = framework();
+    for (auto _ : state) {
+        auto rows = roofsim::sweep(g, grid, o);
+        benchmark::DoNotOptimize(rows.data());
+        state.counters["configurations"] = static_cast<double>(rows.size());
+    }
+}
+BENCHMARK(sweep_resnet50_10k)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 /// Fixed pieces of CPU work, beside the predictions, to tell the core's speed at the moment: a
 /// shared host's cores run at two speeds, a process's samples all at one (docs/NOTES.md).

@@ -120,10 +120,12 @@ TEST_CASE("the ring rule's link: NVLink among 8 SXM GPUs or a bridged pair of ca
     const CostContext sxm = make_cost_context(gpu_or_throw("a100-80gb-sxm"));
     const CostContext rtx = make_cost_context(gpu_or_throw("rtx-3090"));
     const double gb = 1e9;
-    // 2 (n - 1) / n of 1 GB over the link
-    CHECK(all_reduce_time(gb, 8, sxm.collectives).value() == Approx(2.0 * 7 / 8 * gb / 300e9));
-    CHECK(all_reduce_time(gb, 2, rtx.collectives).value() == Approx(2.0 * 1 / 2 * gb / 56.25e9));
-    CHECK(all_reduce_time(gb, 4, rtx.collectives).value() == Approx(2.0 * 3 / 4 * gb / 32e9));
+    // NCCL's ring: 8.4 us + 2 (n - 1) steps of 3.4 us (NVLink) or 5.7 us (PCIe) + 2 (n - 1) / n of 1 GB over the link
+    CHECK(all_reduce_time(gb, 8, sxm.collectives).value() == Approx(8.4e-6 + 14 * 3.4e-6 + 2.0 * 7 / 8 * gb / 300e9));
+    CHECK(all_reduce_time(gb, 2, rtx.collectives).value() == Approx(8.4e-6 + 2 * 3.4e-6 + 2.0 * 1 / 2 * gb / 56.25e9));
+    CHECK(all_reduce_time(gb, 4, rtx.collectives).value() == Approx(8.4e-6 + 6 * 5.7e-6 + 2.0 * 3 / 4 * gb / 32e9));
+    // a small message: the latency terms alone, 8 GPUs over NVLink
+    CHECK(all_reduce_time(0, 8, sxm.collectives).value() == Approx(8.4e-6 + 14 * 3.4e-6));
     CHECK_THAT(all_reduce_source(2, rtx.collectives), Catch::Matchers::Contains("NVLink"));
     CHECK_THAT(all_reduce_source(4, rtx.collectives), Catch::Matchers::Contains("PCIe (beyond the 2 GPUs NVLink joins)"));
     CHECK_THAT(all_reduce_source(8, sxm.collectives), Catch::Matchers::Contains("NVLink"));
@@ -149,4 +151,69 @@ TEST_CASE("scale: data-parallel speedup over one GPU at the same batch per GPU, 
     CHECK(points[1].prediction.communication_time > 2 * points[0].prediction.communication_time);
     CHECK(points[1].efficiency <= points[0].efficiency);
     CHECK_THROWS_AS(scale(g, rtx, o, {0}), std::invalid_argument);
+}
+
+TEST_CASE("several nodes: GPUs fill whole nodes, a network joins them, NCCL's faster of ring and tree") {
+    CostContext sxm = make_cost_context(gpu_or_throw("a100-80gb-sxm"));
+    const double gb = 1e9;
+    // beyond one node of 8 with no network: refused; 12 GPUs do not fill nodes of 8
+    CHECK(has(thrown_by([&] { (void)all_reduce_time(gb, 16, sxm.collectives); }), "beyond one node's 8"));
+    sxm.collectives.network = BytesPerSecond(25e9);  // 200 Gbit/s a node
+    sxm.collectives.network_source = "test network";
+    CHECK(has(thrown_by([&] { (void)all_reduce_time(gb, 12, sxm.collectives); }), "do not fill nodes of 8"));
+    // 2 nodes x 8: the ring's bus bandwidth is the network's (less than NVLink's 300 GB/s); its
+    // latency 8.4 us + (30 - 2) NVLink steps + 2 network steps of 9.6 us, x 1.9 for a large message
+    const double ring = 1.9 * (8.4e-6 + 28 * 3.4e-6 + 2 * 9.6e-6) + 2.0 * 15 / 16 * gb / 25e9;
+    const double tree = 2 * (7 * 28e-6 + 1 * (9.6e-6 + 40.4e-6)) + gb / (0.45 * 25e9);
+    REQUIRE(ring < tree);  // large messages: the ring
+    CHECK(all_reduce_time(gb, 16, sxm.collectives).value() == Approx(ring));
+    // 64 nodes of 1 GPU, a small message: the tree's log2(64) = 6 network steps beat the ring's 126
+    sxm.collectives.gpus_per_node = 1;
+    const double bytes = 1e3;
+    const double ring_small = 8.4e-6 + 126 * 9.6e-6 + 2.0 * 63 / 64 * bytes / 25e9;
+    const double tree_small = 2 * (6 * (9.6e-6 + 40.4e-6)) + bytes / (0.45 * 25e9);
+    REQUIRE(tree_small < ring_small);
+    CHECK(all_reduce_time(bytes, 64, sxm.collectives).value() == Approx(tree_small));
+    CHECK_THAT(all_reduce_source(64, sxm.collectives), Catch::Matchers::Contains("64 nodes of 1"));
+    CHECK_THAT(all_reduce_source(64, sxm.collectives), Catch::Matchers::Contains("test network"));
+    // a measured 2-GPU profile does not stand for 2 GPUs in two nodes
+    const CostContext h200 = [] {
+        CostContext c = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
+        add_builtin_collectives(c, "h200-sxm");
+        c.collectives.gpus_per_node = 1;
+        c.collectives.network = BytesPerSecond(50e9);
+        c.collectives.network_source = "test network";
+        return c;
+    }();
+    CHECK_THAT(all_reduce_source(2, h200.collectives), Catch::Matchers::Contains("test network"));
+}
+
+TEST_CASE("a prediction over more GPUs than a node holds needs a network, and costs more than one node's") {
+    const Graph g = *zoo::model("bert-base", 128);
+    CostContext ctx = make_cost_context(gpu_or_throw("a100-80gb-sxm"));
+    auto o = training(32, PrecisionMode::amp_bf16, OptimizerKind::adamw);
+    o.data_parallel.gpus = 16;
+    CHECK(has(thrown_by([&] { (void)predict(g, ctx, o); }), "no network between nodes"));
+    ctx.collectives.network = BytesPerSecond(12.5e9);  // 100 Gbit/s
+    ctx.collectives.network_source = "test network";
+    const Prediction two_nodes = predict(g, ctx, o);
+    o.data_parallel.gpus = 8;
+    const Prediction one_node = predict(g, ctx, o);
+    CHECK(two_nodes.communication_time > one_node.communication_time);
+    CHECK(two_nodes.step_time >= one_node.step_time);
+}
+
+TEST_CASE("throughput over batch: powers of two up to the largest batch, the largest itself last") {
+    const Graph g = *zoo::model("resnet50", 224);
+    const CostContext rtx = make_cost_context(gpu_or_throw("rtx-3090"));
+    const auto o = training(1, PrecisionMode::amp_bf16, OptimizerKind::sgd);
+    const auto points = throughput_over_batch(g, rtx, o, 100);
+    std::vector<std::int64_t> batches;
+    for (const auto& p : points) batches.push_back(p.batch);
+    CHECK(batches == std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 64, 100});
+    auto at = o;
+    at.lowering.batch = 64;
+    CHECK(points[6].samples_per_second == samples_per_second(predict(g, rtx, at)));
+    CHECK(throughput_over_batch(g, rtx, o, 1).size() == 1);
+    CHECK_THROWS(throughput_over_batch(g, rtx, o, 0));
 }

@@ -6,9 +6,11 @@
 #include "thrown.hpp"
 
 #include <roofsim/roofsim.hpp>
+#include <validate/scaling_validation.hpp>
 #include <validate/throughput_validation.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -350,4 +352,47 @@ TEST_CASE("published throughputs: the derived profiles hold their figures, and b
         next_fits += r.next_fits ? 1 : 0;
     }
     CHECK(next_fits <= 21);
+}
+
+// The published multi-GPU rows against roofsim's data-parallel scaling (tools/validate/
+// scaling_validation.hpp). ResNet-50 scales as published to within 0.14 on every row (the 8-GPU A100
+// rows of round v1 are the furthest); BERT-large SQuAD scales worse than roofsim predicts on the A100,
+// V100 and the PCIe cards (published 0.61-0.88 where roofsim says 0.98-0.995): a known miss
+// (docs/validation.md, "Data-parallel scaling"). These checks hold today's figures.
+TEST_CASE("published data-parallel scaling: ResNet-50 within 0.14, BERT-large predicted above the published") {
+    const ThroughputFile file = load_throughputs(std::filesystem::path(ROOFSIM_SOURCE_DIR) / "data" / "validation" / "published" / "lambda-dev.csv");
+    const ScalingValidation v = evaluate_scaling(file);
+    REQUIRE(v.results.size() == 80);
+    CHECK(v.unpaired == 0);
+    std::size_t resnet = 0, anomalies = 0;
+    for (const auto& r : v.results) {
+        CHECK(r.published > 0);
+        CHECK(r.predicted > 0.9);
+        CHECK(r.predicted <= 1.0);
+        anomalies += r.anomaly ? 1 : 0;
+        if (r.model == "resnet50") {
+            ++resnet;
+            CHECK(std::abs(r.difference()) < 0.14);
+        } else if (r.published < 0.9) {
+            CHECK(r.difference() > 0);  // the known miss: roofsim scales BERT-large better than published
+        }
+    }
+    CHECK(resnet == 40);
+    CHECK(anomalies == 1);  // A100 SXM4 80GB, 8 GPUs, BERT-large TF32: 0.42
+}
+
+TEST_CASE("scaling efficiency pairs each multi-GPU row with the one-GPU row of its batch and round") {
+    const std::string csv = "gpu,num_gpus,model,precision,batch_size,throughput,bench_round\n"
+                            "A100 SXM4 80GB,1,resnet50,tf32,640,1000,v1\n"
+                            "A100 SXM4 80GB,2,resnet50,tf32,640,1900,v1\n"
+                            "A100 SXM4 80GB,4,resnet50,tf32,640,3600,v2\n";  // no one-GPU row of round v2
+    const auto path = std::filesystem::temp_directory_path() / "roofsim-scaling-pairs.csv";
+    std::ofstream(path) << csv;
+    const ScalingValidation v = evaluate_scaling(load_throughputs(path));
+    std::filesystem::remove(path);
+    REQUIRE(v.results.size() == 1);
+    CHECK(v.unpaired == 1);
+    CHECK(v.results[0].gpus == 2);
+    CHECK(v.results[0].published == Approx(1900.0 / (2 * 1000)));
+    CHECK(v.results[0].communication.find("ring rule on NVLink") == 0);
 }

@@ -155,4 +155,29 @@ struct ScalingPoint {
     return points;
 }
 
+/// One point of throughput over batch size.
+struct BatchPoint {
+    std::int64_t batch = 0;
+    double samples_per_second = 0;
+};
+
+/// Samples per second over all GPUs of a prediction.
+[[nodiscard]] inline double samples_per_second(const Prediction& p) {
+    return static_cast<double>(p.batch) * p.gpus / p.step_time.value();
+}
+
+/// `graph`'s throughput at batches 1, 2, 4, ... below `largest`, and at `largest` itself (the
+/// largest batch that fits: max_batch), with `options`' other settings.
+[[nodiscard]] inline std::vector<BatchPoint> throughput_over_batch(const Graph& graph, const CostContext& ctx, PredictOptions options,
+                                                                   std::int64_t largest) {
+    if (largest < 1) throw std::invalid_argument("throughput_over_batch: the largest batch must be positive, got " + std::to_string(largest));
+    std::vector<BatchPoint> points;
+    for (std::int64_t b = 1;; b = b > largest / 2 ? largest : b * 2) {
+        options.lowering.batch = b;
+        points.push_back({b, samples_per_second(predict(graph, ctx, options))});
+        if (b == largest) break;
+    }
+    return points;
+}
+
 }  // namespace roofsim

@@ -196,26 +196,50 @@ struct PredictOptions {
     return o;
 }
 
-/// Predicts a training step of a layer graph, or its inference forward (options.lowering.mode; its
-/// optimizer is then not read).
-[[nodiscard]] inline Prediction predict(const Graph& graph, const CostContext& ctx, const PredictOptions& options) {
+/// A layer graph lowered once for a batch, precision, mode and GPU count (the data-parallel kernels
+/// added), to be costed on any number of GPUs (predict(PreparedStep, ...)). It refers to the graph's
+/// op names: the graph must outlive it.
+struct PreparedStep {
+    detail::PredictionLowering lowered;
+    std::vector<GradientBucket> buckets;
+    PredictOptions options;
+    std::size_t graph_layers = 0;
+    std::vector<Name> layer_ops;  ///< each report row's graph op, in row order
+};
+
+/// Lowers `graph` for predictions with `options` (their framework profile and host scale are read
+/// when the step is costed).
+[[nodiscard]] inline PreparedStep prepare(const Graph& graph, const PredictOptions& options) {
     const bool inference = options.lowering.mode == StepMode::inference;
     if (inference && options.data_parallel.gpus != 1) {
         throw std::invalid_argument("data-parallel prediction is of training: an inference forward runs on one GPU");
     }
-    detail::PredictionLowering lowered = detail::lower_for_prediction(graph, options.lowering);
-    LoweredStep& step = lowered.step;
-    std::vector<GradientBucket> buckets = detail::add_data_parallel(step, lowered.rows, options.data_parallel);
+    PreparedStep prepared;
+    prepared.options = options;
+    prepared.lowered = detail::lower_for_prediction(graph, options.lowering);
+    prepared.buckets = detail::add_data_parallel(prepared.lowered.step, prepared.lowered.rows, options.data_parallel);
+    prepared.graph_layers = graph.layers.size();
+    for (const std::size_t layer : prepared.lowered.rows.layer_of_row) prepared.layer_ops.push_back(graph.layers[layer].op);
+    return prepared;
+}
+
+/// Predicts a prepared step on the GPU of `ctx`.
+[[nodiscard]] inline Prediction predict(const PreparedStep& prepared, const CostContext& ctx) {
+    const PredictOptions& options = prepared.options;
+    const bool inference = options.lowering.mode == StepMode::inference;
+    if (options.data_parallel.gpus > 1) (void)placement(options.data_parallel.gpus, ctx.collectives);  // fills whole nodes
+    const detail::PredictionLowering& lowered = prepared.lowered;
+    const LoweredStep& step = lowered.step;
     OptimizerOptions optimizer = options.lowering.optimizer;
     if (inference) optimizer.kind = OptimizerKind::none;
     HostCosts host = options.framework
                          ? detail::host_costs_from_framework(*options.framework, options.lowering.precision, optimizer,
-                                                             step.parameter_tensors.size(), &lowered.ops, graph.layers.size() == 1,
+                                                             step.parameter_tensors.size(), &lowered.ops, prepared.graph_layers == 1,
                                                              options.lowering.mode)
                          : host_costs_from_launch_rate(ctx);
     if (options.framework) note_host_of_other_gpu(host, *options.framework, ctx);
     host = scaled(std::move(host), options.host_time_scale);
-    Prediction p = detail::predict_kernels(std::move(step.kernels), ctx, host, &lowered.rows);
+    Prediction p = detail::predict_kernels(step.kernels, ctx, host, &lowered.rows);
     p.host = std::move(host);
     p.parameter_tensors = step.parameter_tensors.size();
     p.batch = options.lowering.batch;
@@ -224,16 +248,23 @@ struct PredictOptions {
     lowering.optimizer = optimizer;
     p.memory = estimate_memory(memory_inputs(step, lowering, lowered.saved, lowered.largest_output));
     p.gpus = options.data_parallel.gpus;
-    for (const auto& b : buckets) p.memory.gradient_buckets += Bytes(b.bytes);  // DDP's flat copy of the gradients
+    for (const auto& b : prepared.buckets) p.memory.gradient_buckets += Bytes(b.bytes);  // DDP's flat copy of the gradients
     p.memory.peak += p.memory.gradient_buckets;
-    p.buckets = std::move(buckets);
+    p.buckets = prepared.buckets;
     if (p.gpus > 1) p.communication_source = all_reduce_source(p.gpus, ctx.collectives);
     p.memory_fit = memory_fit(p.memory.peak, ctx.memory_capacity, ctx.memory_capacity_source);
     // Each layer's row gets its graph op (the optimizer's row comes after them all).
-    for (std::size_t i = 0; i < p.layers.size() && i < lowered.rows.layer_of_row.size(); ++i) {
-        p.layers[i].op = graph.layers[lowered.rows.layer_of_row[i]].op;
-    }
+    for (std::size_t i = 0; i < p.layers.size() && i < prepared.layer_ops.size(); ++i) p.layers[i].op = prepared.layer_ops[i];
     return p;
+}
+
+/// Predicts a training step of a layer graph, or its inference forward (options.lowering.mode; its
+/// optimizer is then not read).
+[[nodiscard]] inline Prediction predict(const Graph& graph, const CostContext& ctx, const PredictOptions& options) {
+    if (options.data_parallel.gpus > 1 && options.lowering.mode != StepMode::inference) {
+        (void)placement(options.data_parallel.gpus, ctx.collectives);  // before lowering: fills whole nodes
+    }
+    return predict(prepare(graph, options), ctx);
 }
 
 

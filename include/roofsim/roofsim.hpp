@@ -48,7 +48,10 @@
 #include <roofsim/memory.hpp>
 #include <roofsim/predict.hpp>
 #include <roofsim/plan.hpp>
+#include <roofsim/price.hpp>
+#include <roofsim/sweep.hpp>
 #include <roofsim/report/atomic_write.hpp>
+#include <roofsim/report/comparison_svg.hpp>
 #include <roofsim/report/json.hpp>
 #include <roofsim/report/operators.hpp>
 #include <roofsim/report/roofline_svg.hpp>

@@ -62,6 +62,99 @@ CLI::Validator positive_integer() {
         "POSITIVE INTEGER");
 }
 
+Graph graph_input_arg(const std::string& model, const std::string& graph, std::int64_t size, const std::string& command) {
+    if (!model.empty()) {
+        auto g = zoo::model(model, size);
+        if (!g) throw UsageError("unknown model '" + model + "'; built in: " + zoo::joined_model_names());
+        return std::move(*g);
+    }
+    if (graph.empty()) throw UsageError(command + " needs --model NAME or --graph FILE");
+    if (size > 0) throw UsageError(size_needs_model);
+    return load_graph(graph);
+}
+
+std::vector<std::int64_t> integer_list_arg(const std::string& text, const std::string& option) {
+    const auto number = [&](std::string_view item, std::string_view whole) {
+        std::int64_t v = 0;
+        const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+        if (ec == std::errc::result_out_of_range) throw UsageError(option + " " + std::string(whole) + ": does not fit in a 64-bit integer");
+        if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || v <= 0) {
+            throw UsageError(option + ": '" + std::string(whole) + "' is not a positive integer, a range A-B or a range A-B/STEP");
+        }
+        return v;
+    };
+    constexpr std::int64_t most = 1000000;  // values in one list
+    std::vector<std::int64_t> values;
+    for (const auto& item : split_list(text)) {
+        const std::string_view v(item);
+        const auto dash = v.find('-');
+        if (dash == std::string_view::npos) {
+            values.push_back(number(v, item));
+            continue;
+        }
+        const auto slash = v.find('/', dash);
+        const std::int64_t from = number(v.substr(0, dash), item);
+        const std::int64_t to = number(v.substr(dash + 1, slash == std::string_view::npos ? std::string_view::npos : slash - dash - 1), item);
+        const std::int64_t step = slash == std::string_view::npos ? 1 : number(v.substr(slash + 1), item);
+        if (to < from) throw UsageError(option + ": the range " + item + " ends before it starts");
+        if ((to - from) / step + static_cast<std::int64_t>(values.size()) >= most) {
+            throw UsageError(option + ": " + item + " gives more than " + std::to_string(most) + " values");
+        }
+        for (std::int64_t x = from; x <= to; x += step) {
+            values.push_back(x);
+            if (to - x < step) break;  // no overflow past INT64_MAX
+        }
+    }
+    if (values.empty()) throw UsageError(option + ": no value given");
+    return values;
+}
+
+GpuContext default_gpu_context(const GpuSpec& spec, const FrameworkProfile* framework) {
+    const FrameworkProfile* fw = framework ? framework : find_builtin_framework_profile(spec.key);
+    if (!fw && !builtin_framework_profiles().empty()) fw = &builtin_framework_profiles().front();
+    GpuContext g{make_default_cost_context(spec, fw), fw};
+    add_builtin_collectives(g.ctx, spec.key);
+    return g;
+}
+
+void ClusterOptions::add_to(CLI::App* cmd) {
+    cmd->add_option("--gpus-per-node", gpus_per_node,
+                    "GPUs one node holds (an HGX board, a server of PCIe cards); --num-gpus beyond it spans nodes")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{16}))
+        ->capture_default_str();
+    cmd->add_option("--network-gbits", network_gbits,
+                    "The network between nodes, Gbit/s one way per node (e.g. 1600: 8 x 200 Gbit/s InfiniBand HDR)")
+        ->check(CLI::Range(1e-3, 1e6));
+    cmd->add_option("--network-latency-us", network_latency_us, "One NCCL ring step over the network, microseconds")
+        ->check(CLI::Range(0.0, 1e6))
+        ->capture_default_str();
+}
+
+void ClusterOptions::apply(CostContext& ctx, std::int64_t num_gpus) const {
+    ctx.collectives.gpus_per_node = static_cast<int>(gpus_per_node);
+    ctx.collectives.network = BytesPerSecond(network_gbits * 1e9 / 8);
+    ctx.collectives.network_step_latency = Seconds(network_latency_us * 1e-6);
+    ctx.collectives.network_source = format_number("%g", network_gbits) + " Gbit/s a node (--network-gbits), " +
+                                     format_number("%g", network_latency_us) + " us a ring step";
+    if (num_gpus <= gpus_per_node) return;
+    const std::string n = "--num-gpus " + std::to_string(num_gpus);
+    if (num_gpus % gpus_per_node != 0) {
+        throw UsageError(n + ": does not fill nodes of " + std::to_string(gpus_per_node) + " GPUs (--gpus-per-node); give a multiple of " +
+                         std::to_string(gpus_per_node));
+    }
+    if (!(network_gbits > 0)) {
+        throw UsageError(n + ": beyond one node's " + std::to_string(gpus_per_node) +
+                         " GPUs (--gpus-per-node); give --network-gbits, the network between the nodes");
+    }
+}
+
+std::string ClusterOptions::describe(std::int64_t num_gpus) const {
+    if (num_gpus <= 1) return "";
+    if (num_gpus <= gpus_per_node) return std::to_string(num_gpus) + " GPUs in one node";
+    return std::to_string(num_gpus / gpus_per_node) + " nodes of " + std::to_string(gpus_per_node) + " GPUs, " +
+           format_number("%g", network_gbits) + " Gbit/s between nodes";
+}
+
 std::vector<std::string> split_list(const std::string& text) {
     std::vector<std::string> out;
     std::stringstream in(text);

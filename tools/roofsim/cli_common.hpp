@@ -78,6 +78,37 @@ struct TimeUnit {
     static TimeUnit for_largest(Seconds largest);
 };
 
+/// The model of --model NAME (with --size) or --graph FILE; `command` names the subcommand in the
+/// message where neither is given.
+Graph graph_input_arg(const std::string& model, const std::string& graph, std::int64_t size, const std::string& command);
+/// "1,2,8-16,64-256/64" -> 1 2 8 9 ... 16 64 128 192 256: positive integers, ranges A-B (every
+/// integer) or A-B/S (every S-th); anything else is a usage error naming `option`.
+std::vector<std::int64_t> integer_list_arg(const std::string& text, const std::string& option);
+
+/// A GPU's default cost context (its built-in measured profile, else one derived from a measured
+/// one, else its datasheet; the built-in collective measurements of its kind) and the framework
+/// profile of its host costs: `framework` where given, else the one measured with that GPU, else the
+/// first built-in one (host costs of another host).
+struct GpuContext {
+    CostContext ctx;
+    const FrameworkProfile* framework = nullptr;
+};
+GpuContext default_gpu_context(const GpuSpec& spec, const FrameworkProfile* framework = nullptr);
+
+/// Where data-parallel GPUs sit: --gpus-per-node, --network-gbits, --network-latency-us.
+struct ClusterOptions {
+    std::int64_t gpus_per_node = 8;
+    double network_gbits = 0;         ///< Gbit/s between nodes, one direction, per node; 0: none
+    double network_latency_us = 9.6;  ///< one ring step over the network (NCCL's own figure)
+    /// Adds the three options to `cmd`.
+    void add_to(CLI::App* cmd);
+    /// Puts the node size and network into `ctx`'s collective model, and checks that `num_gpus`
+    /// fill whole nodes, with a network where they span several (usage errors otherwise).
+    void apply(CostContext& ctx, std::int64_t num_gpus) const;
+    /// The one-line description of the cluster for `num_gpus` GPUs ("" for one GPU).
+    [[nodiscard]] std::string describe(std::int64_t num_gpus) const;
+};
+
 /// `j` with `kind` and `schema_version` first where it has no `kind` of its own.
 nlohmann::json with_kind(nlohmann::json j, const std::string& kind, int schema_version = 1);
 /// The ceilings for a GPU: from the calibration when it describes that GPU, else from the datasheet.

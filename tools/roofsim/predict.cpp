@@ -26,6 +26,7 @@ struct PredictOptions {
     bool json = false, csv = false, datasheet = false, fused = false, strict = false, by_op = false;
     bool no_weight_decay = false;
     double host_time_scale = 1.0;
+    ClusterOptions cluster;
     // options whose presence matters (an IR refuses them)
     CLI::Option *precision_option = nullptr, *batch_option = nullptr, *optimizer_option = nullptr,
                 *fused_option = nullptr, *no_weight_decay_option = nullptr, *mode_option = nullptr;
@@ -344,6 +345,7 @@ void run_predict(PredictOptions& o, const Context& ctx) {
                 : calibration ? make_cost_context(spec, nullptr, options.framework)
                               : make_default_cost_context(spec, options.framework);
     if (o.num_gpus > 1 && !o.datasheet) add_builtin_collectives(cost, spec.key);
+    o.cluster.apply(cost, o.num_gpus);
     const auto* graph = std::get_if<Graph>(&input);
     const Prediction p = o.batch_max ? max_batch(*graph, cost, options).prediction
                          : graph     ? predict(*graph, cost, options)
@@ -386,6 +388,7 @@ void add_training_options(CLI::App* cmd, PredictOptions& o) {
                     "Data-parallel training over N GPUs (DistributedDataParallel's defaults: 25 MiB buckets, all-reduce "
                     "overlapped with the backward); a layer graph or built-in model only")
         ->capture_default_str();
+    o.cluster.add_to(cmd);
     o.optimizer_option = cmd->add_option("--optimizer", o.optimizer, "sgd (momentum), adam, adamw, none")->capture_default_str();
     o.fused_option = cmd->add_flag("--fused", o.fused, "The optimizer's fused=True implementation (default: foreach)");
     o.no_weight_decay_option = cmd->add_flag(

@@ -45,16 +45,12 @@ struct Row {
 double rate(const Prediction& p) { return static_cast<double>(p.batch) * p.gpus / p.step_time.value(); }
 
 std::vector<Row> survey(const std::vector<std::string>& keys) {
-    std::vector<CostContext> contexts;
+    std::vector<GpuContext> contexts;
     std::vector<ComparedGpu> gpus;
     contexts.reserve(keys.size());
     for (const auto& key : keys) {
-        const GpuSpec& spec = gpu_arg(key);
-        const FrameworkProfile* fw = find_builtin_framework_profile(spec.key);
-        if (!fw && !builtin_framework_profiles().empty()) fw = &builtin_framework_profiles().front();
-        contexts.push_back(make_default_cost_context(spec, fw));
-        add_builtin_collectives(contexts.back(), spec.key);
-        gpus.push_back({&contexts.back(), fw});
+        contexts.push_back(default_gpu_context(gpu_arg(key)));
+        gpus.push_back({&contexts.back().ctx, contexts.back().framework});
     }
     std::vector<Row> rows;
     for (const Workload& w : seed_workloads) {
@@ -75,7 +71,7 @@ std::vector<Row> survey(const std::vector<std::string>& keys) {
                 PredictOptions at = options;
                 at.framework = gpus[i].framework;
                 at.lowering.batch = *one[i].largest_batch;
-                r.scaling = scale(graph, contexts[i], at, scaling_counts);
+                r.scaling = scale(graph, contexts[i].ctx, at, scaling_counts);
             }
             r.one = std::move(one[i]);
             rows.push_back(std::move(r));

@@ -5,6 +5,7 @@
 #include <validate/ddp_validation.hpp>
 #include <validate/kernel_corpus.hpp>
 #include <validate/max_batch_validation.hpp>
+#include <validate/scaling_validation.hpp>
 #include <validate/throughput_validation.hpp>
 #include <validate/kernel_fit.hpp>
 #include <validate/validation.hpp>
@@ -494,8 +495,20 @@ constexpr std::array<const char*, 28> throughput_csv_columns = {
     "predicted", "error", "difference", "profile", "fits", "peak_bytes", "usable_bytes", "next_batch", "next_fits",
     "next_peak_bytes", "rows", "gpus", "pairs", "disagreeing", "median_abs_error", "max_abs_error", "note"};
 
+/// |difference| of published and predicted scaling efficiency: median and max over the non-anomalous
+/// configurations.
+std::pair<double, double> scaling_differences(const ScalingValidation& scaling) {
+    std::vector<double> d;
+    for (const auto& r : scaling.results) {
+        if (!r.anomaly) d.push_back(std::abs(r.difference()));
+    }
+    if (d.empty()) return {0, 0};
+    return {detail::quantile(d, 0.5), *std::max_element(d.begin(), d.end())};
+}
+
 void print_throughput_csv(const ThroughputValidation& v, const std::vector<ThroughputErrorSummary>& summaries,
-                          const PairOrdering& ordering, const std::vector<ThroughputRatio>& ratios, std::ostream& out) {
+                          const PairOrdering& ordering, const std::vector<ThroughputRatio>& ratios, const ScalingValidation& scaling,
+                          std::ostream& out) {
     for (std::size_t c = 0; c < throughput_csv_columns.size(); ++c) out << (c ? "," : "") << throughput_csv_columns[c];
     out << '\n';
     using Fields = std::map<std::string, std::string>;
@@ -562,8 +575,28 @@ void print_throughput_csv(const ThroughputValidation& v, const std::vector<Throu
                          {"difference", number(r.difference())},
                          {"error", number(r.error())}});
     }
-    if (v.multi_gpu_rows) {
-        record("skipped", {{"rows", std::to_string(v.multi_gpu_rows)}, {"note", "rows of 2 or more GPUs: not predicted yet"}});
+    for (const auto& r : scaling.results) {
+        record("scaling", {{"gpu", r.gpu_key},
+                           {"model", zoo_name(r.model)},
+                           {"precision", std::string(to_string(r.mode))},
+                           {"bench_round", r.bench_round},
+                           {"batch", std::to_string(r.batch)},
+                           {"gpus", std::to_string(r.gpus)},
+                           {"rows", std::to_string(r.rows)},
+                           {"measured", number(r.published)},
+                           {"predicted", number(r.predicted)},
+                           {"difference", number(r.difference())},
+                           {"note", (r.anomaly ? "published scaling anomaly; " : "") + r.communication}});
+    }
+    if (!scaling.results.empty()) {
+        const auto [median, most] = scaling_differences(scaling);
+        record("scaling_summary", {{"rows", std::to_string(scaling.results.size())},
+                                   {"median_abs_error", number(median)},
+                                   {"max_abs_error", number(most)},
+                                   {"note", "|predicted - published| scaling efficiency, anomalies left out"}});
+    }
+    if (scaling.unpaired) {
+        record("skipped", {{"rows", std::to_string(scaling.unpaired)}, {"note", "multi-GPU configurations without a one-GPU row to pair"}});
     }
     for (const auto& [model, rows] : v.not_built_in) {
         record("skipped", {{"model", model}, {"rows", std::to_string(rows)}, {"note", "model not built in"}});
@@ -595,6 +628,25 @@ void print_published_batches(const ThroughputValidation& v, std::ostream& out) {
     if (any) t.print(out);
 }
 
+/// The published data-parallel scaling beside roofsim's (scaling_validation.hpp).
+void print_scaling(const ScalingValidation& scaling, std::ostream& out) {
+    if (scaling.results.empty()) return;
+    const auto [median, most] = scaling_differences(scaling);
+    out << "\nData-parallel scaling (one node, DDP at the published batch per GPU): efficiency = N-GPU samples/s over N x one "
+           "GPU's of the same round; |predicted - published| median "
+        << format_number("%.3f", median) << ", max " << format_number("%.3f", most) << " (anomalies left out). exposed %: of "
+        << "the predicted N-GPU step, the backward waiting on all-reduces.\n";
+    TextTable t({"GPU", "model", "precision", "round", "batch", "GPUs", "published", "predicted", "difference", "exposed %", "note"});
+    for (const auto& r : scaling.results) {
+        t.add_row({r.gpu_key, zoo_name(r.model), std::string(to_string(r.mode)), r.bench_round.empty() ? "-" : r.bench_round,
+                   std::to_string(r.batch), std::to_string(r.gpus), format_number("%.3f", r.published), format_number("%.3f", r.predicted),
+                   format_number("%+.3f", r.difference()), format_number("%.1f", 100 * r.exposed_share),
+                   r.anomaly ? "published anomaly" : ""});
+    }
+    t.print(out);
+    if (scaling.unpaired) out << "(" << scaling.unpaired << " configurations without a one-GPU row to pair)\n";
+}
+
 /// `roofsim validate --throughputs FILE`: published single-GPU training throughputs against the
 /// predictions on each GPU's default profile.
 void print_throughputs(const ValidateOptions& o, std::ostream& out) {
@@ -603,8 +655,9 @@ void print_throughputs(const ValidateOptions& o, std::ostream& out) {
     const auto summaries = summarize_throughput_errors(v.results);
     const PairOrdering ordering = order_pairs(v.results);
     const auto ratios = throughput_ratios(v.results);
+    const ScalingValidation scaling = evaluate_scaling(file);
     if (o.csv) {
-        print_throughput_csv(v, summaries, ordering, ratios, out);
+        print_throughput_csv(v, summaries, ordering, ratios, scaling, out);
         return;
     }
     out << "Published training throughputs " << file.origin << " (" << file.rows.size()
@@ -614,7 +667,7 @@ void print_throughputs(const ValidateOptions& o, std::ostream& out) {
            "samples/s = batch / predicted step; error = predicted / measured - 1. resnet50 at 224 px with SGD (momentum, "
            "weight decay, foreach); bert-large-squad at sequence 384 with AdamW fused (apex FusedAdam); amp = amp-fp16 "
            "(resnet50), fp16-master (bert-large-squad: apex amp O2).\n";
-    if (v.multi_gpu_rows) out << "note: rows of 2 or more GPUs skipped: " << v.multi_gpu_rows << " (only one-GPU rows are predicted yet).\n";
+    if (v.multi_gpu_rows) out << "note: rows of 2 or more GPUs: their scaling over one GPU, at the end.\n";
     for (const auto& [model, rows] : v.not_built_in) out << "note: " << model << " rows skipped: " << rows << ", model not built in.\n";
     for (const auto& n : v.notes) out << "note: " << n << ".\n";
     out << '\n';
@@ -671,14 +724,15 @@ void print_throughputs(const ValidateOptions& o, std::ostream& out) {
     out << "\nRatios beside the published ones (samples/s of one GPU over another's, each at its own published batch):\n";
     if (ratios.empty()) {
         out << "(no model and precision has both GPUs of a ratio)\n";
-        return;
+    } else {
+        TextTable r({"model", "precision", "ratio", "measured", "predicted", "difference", "error %"});
+        for (const auto& x : ratios) {
+            r.add_row({zoo_name(x.model), mode_name(x.precision), x.numerator + " / " + x.denominator, format_number("%.3f", x.measured),
+                       format_number("%.3f", x.predicted), format_number("%+.3f", x.difference()), format_number("%+.1f", 100 * x.error())});
+        }
+        r.print(out);
     }
-    TextTable r({"model", "precision", "ratio", "measured", "predicted", "difference", "error %"});
-    for (const auto& x : ratios) {
-        r.add_row({zoo_name(x.model), mode_name(x.precision), x.numerator + " / " + x.denominator, format_number("%.3f", x.measured),
-                   format_number("%.3f", x.predicted), format_number("%+.3f", x.difference()), format_number("%+.1f", 100 * x.error())});
-    }
-    r.print(out);
+    print_scaling(scaling, out);
 }
 
 void run_validate(const ValidateOptions& o, const Context& context) {

@@ -383,6 +383,7 @@ inline void add_builtin_collectives(CostContext& ctx, std::string_view gpu_key) 
         ctx.collectives.link = spec.nvlink_bandwidth->value * 0.5;
         ctx.collectives.link_source = "NVLink, half the datasheet's bidirectional " + spec.nvlink_bandwidth->source;
         ctx.collectives.link_gpus = spec.form_factor.value.starts_with("SXM") ? 8 : 2;
+        ctx.collectives.link_is_nvlink = true;
         ctx.collectives.wider_link = spec.pcie_bandwidth.value * 0.5;
         ctx.collectives.wider_link_source = "PCIe (beyond the " + std::to_string(*ctx.collectives.link_gpus) +
                                             " GPUs NVLink joins), half the datasheet's bidirectional " + spec.pcie_bandwidth.source;
