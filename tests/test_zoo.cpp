@@ -58,7 +58,7 @@ TEST_CASE("every built-in model builds and lowers; an unknown name is nullopt", 
     }
     CHECK_FALSE(zoo::model("nope").has_value());
     CHECK_FALSE(zoo::model("").has_value());
-    CHECK(zoo::joined_model_names() == "resnet50, bert-base, gpt2-small, bert-large-squad");
+    CHECK(zoo::joined_model_names() == "resnet50, bert-base, gpt2-small, bert-large-squad, gpt2-medium, vgg16");
 }
 
 TEST_CASE("bert-large-squad: parameters of BERT-large with run_squad.py's padded vocabulary and the QA head", "[zoo]") {
@@ -163,4 +163,18 @@ TEST_CASE("the BERT builder refuses a width that the heads do not divide", "[zoo
     c.heads = 16;
     GraphBuilder b("bad");
     CHECK_THROWS_AS(zoo::bert_encoder(b, c, 16), std::invalid_argument);
+}
+
+TEST_CASE("GPT-2 medium: the parameters of Hugging Face's gpt2-medium, counted from its configuration", "[zoo]") {
+    // GPT2LMHeadModel, n_layer 24, n_embd d = 1024, vocabulary V = 50257, n_positions P = 1024, the LM
+    // head tied: V d + P d + per layer (two layer norms 4d, c_attn d x 3d + 3d, attn c_proj d x d + d,
+    // mlp c_fc d x 4d + 4d, mlp c_proj 4d x d + d) + ln_f 2d
+    const std::int64_t d = 1024, layers = 24, vocab = 50257, positions = 1024;
+    const std::int64_t per_layer = 4 * d + (3 * d * d + 3 * d) + (d * d + d) + (4 * d * d + 4 * d) + (4 * d * d + d);
+    const std::int64_t expected = vocab * d + positions * d + layers * per_layer + 2 * d;
+    CHECK(expected == 354823168);  // the count transformers reports for gpt2-medium
+    const LoweredStep s = lower(*zoo::model("gpt2-medium"), batch_of(1));
+    CHECK(static_cast<std::int64_t>(s.parameter_count()) == expected);
+    CHECK(zoo::find_model("gpt2-medium")->default_size == 1024);
+    CHECK(zoo::find_model("vgg19") == nullptr);
 }

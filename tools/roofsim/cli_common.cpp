@@ -155,6 +155,13 @@ std::string ClusterOptions::describe(std::int64_t num_gpus) const {
            format_number("%g", network_gbits) + " Gbit/s between nodes";
 }
 
+std::string csv_field(const std::string& text) {
+    if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+    std::string q = "\"";
+    for (char c : text) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+}
+
 std::vector<std::string> split_list(const std::string& text) {
     std::vector<std::string> out;
     std::stringstream in(text);

@@ -60,6 +60,8 @@ inline const std::string step_mode_help =
     "forward alone (no loss, no optimizer), its latency";
 /// A step mode (training, inference) given to --mode; anything else is a usage error.
 StepMode step_mode_arg(const std::string& text);
+/// A CSV field, quoted where it holds a comma, a quote or a line break (a quote doubled).
+std::string csv_field(const std::string& text);
 /// "a,b,,c" -> {a, b, c}.
 std::vector<std::string> split_list(const std::string& text);
 /// A rate as TFLOP/s with one decimal, "-" where there is none.

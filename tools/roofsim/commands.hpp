@@ -14,5 +14,6 @@ Command add_fit_kernels_command(CLI::App& app);
 Command add_compare_command(CLI::App& app);
 Command add_survey_command(CLI::App& app);
 Command add_sweep_command(CLI::App& app);
+Command add_models_command(CLI::App& app);
 
 }  // namespace roofsim::cli

@@ -256,7 +256,7 @@ Command add_compare_command(CLI::App& app) {
     auto* cmd = app.add_subcommand("compare", "One model's training step (or inference forward) on several GPUs: time, throughput, memory, largest batch");
     auto* graph = cmd->add_option("--graph", o->graph, "Layer graph JSON (docs/graph-format.md)");
     cmd->add_option("--model", o->model, "A built-in model: " + zoo::joined_model_names())->excludes(graph);
-    cmd->add_option("--size", o->size, "Built-in model's image size or sequence length (default: resnet50 224, bert-base 128, gpt2-small 1024, bert-large-squad 384)")
+    cmd->add_option("--size", o->size, "Built-in model's image size or sequence length (default: its usual one, roofsim models)")
         ->check(positive_integer());
     cmd->add_option("--gpu", o->gpus,
                     "GPU keys, comma-separated (default: rtx-3090, rtx-a6000, a100-40gb-sxm, a100-80gb-sxm, h100-sxm, h200-sxm)");

@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     const std::vector<Command> commands = {add_specs_command(app), add_roofline_command(app), add_kernel_command(app),
                                            add_predict_command(app), add_validate_command(app),
                                            add_fit_kernels_command(app), add_compare_command(app), add_survey_command(app),
-                                           add_sweep_command(app)};
+                                           add_sweep_command(app), add_models_command(app)};
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

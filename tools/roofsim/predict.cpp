@@ -176,14 +176,6 @@ nlohmann::json prediction_json(const Prediction& p, const CostContext& ctx, std:
     return j;
 }
 
-/// A CSV field, quoted where it holds a comma, a quote or a line break.
-std::string csv_field(const std::string& s) {
-    if (s.find_first_of(",\"\n") == std::string::npos) return s;
-    std::string q = "\"";
-    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
-}
-
 /// CSV, one row per layer (the top K with --top) or per operator (--by-op); every row starts with
 /// the kind and the schema version.
 void print_prediction_csv(const Prediction& p, std::size_t top, bool by_op, std::ostream& out) {
@@ -371,7 +363,7 @@ void add_source_options(CLI::App* cmd, PredictOptions& o) {
                                "its precision, batch and optimizer are the ones it was captured with")
                    ->excludes(graph);
     cmd->add_option("--model", o.model, "A built-in model: " + zoo::joined_model_names())->excludes(graph)->excludes(ir);
-    cmd->add_option("--size", o.size, "Built-in model's image size or sequence length (default: resnet50 224, bert-base 128, gpt2-small 1024, bert-large-squad 384)")
+    cmd->add_option("--size", o.size, "Built-in model's image size or sequence length (default: its usual one, roofsim models)")
         ->check(positive_integer());
 }
 

@@ -480,14 +480,6 @@ void print_max_batch(const ValidateOptions& o, std::ostream& out) {
 std::string zoo_name(const std::string& published) { return std::string(find_published_model(published)->zoo_name); }
 std::string mode_name(const std::string& published) { return std::string(to_string(*published_precision_mode(published))); }
 
-/// `text` as one CSV field: quoted where it holds a comma, a quote or a line break.
-std::string csv_field(const std::string& text) {
-    if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-    std::string out = "\"";
-    for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return out + "\"";
-}
-
 /// The columns of `validate --throughputs --csv`: one header for every record; each record fills
 /// the columns it has (docs in the option's help).
 constexpr std::array<const char*, 28> throughput_csv_columns = {

@@ -200,18 +200,22 @@ inline std::string bert_encoder(GraphBuilder& b, const BertConfig& c, std::int64
     return std::move(b).build();
 }
 
-/// GPT2LMHeadModel(GPT2Config()): 12 layers, 768 wide, 12 heads, vocabulary 50257, 1024 positions,
-/// "gelu_new" written out in Python, dropout 0.1, the LM head tied to the token embedding, and the
-/// next-token loss computed in float32 over every position.
-[[nodiscard]] inline Graph gpt2_small(std::int64_t seq = 1024) {
+/// A GPT-2's shape (the GPT2Config fields the graph needs). The defaults are GPT-2 small's.
+struct Gpt2Config {
+    std::int64_t layers = 12, hidden = 768, heads = 12, vocab = 50257, positions = 1024;
+};
+
+/// GPT2LMHeadModel(config): "gelu_new" written out in Python, dropout 0.1, the LM head tied to the
+/// token embedding, and the next-token loss computed in float32 over every position.
+[[nodiscard]] inline Graph gpt2(const std::string& name, const Gpt2Config& c, std::int64_t seq) {
     using detail::i64;
-    const std::int64_t hidden = 768, heads = 12, head_dim = 64, layers = 12, vocab = 50257;
-    GraphBuilder b("gpt2-small");
+    const std::int64_t hidden = c.hidden, heads = c.heads, head_dim = c.hidden / c.heads, layers = c.layers, vocab = c.vocab;
+    GraphBuilder b(name);
     const std::string ids = b.input("input_ids", {GraphBuilder::batch, seq}, DType::i64);
     const std::string positions = b.input("position_ids", {1, seq}, DType::i64);
     const std::string labels = b.input("labels", {GraphBuilder::batch, seq}, DType::i64);
     std::string x = b.layer("wte", "embedding", {ids}, {{"num_embeddings", vocab}, {"embedding_dim", hidden}});
-    std::string p = b.layer("wpe", "embedding", {positions}, {{"num_embeddings", i64(1024)}, {"embedding_dim", hidden}});
+    std::string p = b.layer("wpe", "embedding", {positions}, {{"num_embeddings", c.positions}, {"embedding_dim", hidden}});
     x = b.layer("add_positions", "add", {x, p});
     x = b.layer("drop", "dropout", {x}, {{"p", 0.1}});
     for (std::int64_t i = 0; i < layers; ++i) {
@@ -241,5 +245,11 @@ inline std::string bert_encoder(GraphBuilder& b, const BertConfig& c, std::int64
     b.layer("loss", "cross_entropy", {x, targets});
     return std::move(b).build();
 }
+
+/// GPT2LMHeadModel(GPT2Config()): 12 layers, 768 wide, 12 heads, vocabulary 50257, 1024 positions.
+[[nodiscard]] inline Graph gpt2_small(std::int64_t seq = 1024) { return gpt2("gpt2-small", Gpt2Config{}, seq); }
+
+/// GPT-2 medium (Hugging Face's gpt2-medium config): 24 layers, 1024 wide, 16 heads.
+[[nodiscard]] inline Graph gpt2_medium(std::int64_t seq = 1024) { return gpt2("gpt2-medium", Gpt2Config{24, 1024, 16, 50257, 1024}, seq); }
 
 }  // namespace roofsim::zoo
