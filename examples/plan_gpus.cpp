@@ -1,9 +1,11 @@
 // A capacity planner: which GPU for BERT-base fine-tuning? Each seed GPU at its largest batch that
-// fits (compare), the RTX A6000's scaling to 2, 4 and 8 cards (scale), and the A6000's inference
+// fits (compare) with the time and cost of an epoch at a price of your own, the RTX A6000's scaling to
+// 2, 4 and 8 cards (scale), a sweep over batches on every core (sweep), and the A6000's inference
 // latency at batch 1.
 #include <roofsim/roofsim.hpp>
 
 #include <cstdio>
+#include <string>
 #include <vector>
 
 int main() {
@@ -23,15 +25,26 @@ int main() {
         add_builtin_collectives(contexts.back(), key);
         gpus.push_back({&contexts.back(), framework});
     }
+    const double price_per_gpu_hour = 1.0;  // yours: the example assumes one unit of money an hour
     for (const Comparison& c : compare(graph, gpus, options, true)) {
-        std::printf("%-14s %-8s largest batch %lld, %.0f samples/s, x%.2f of the first\n", c.gpu_key.c_str(), c.profile.c_str(),
-                    static_cast<long long>(c.largest_batch.value_or(0)),
-                    static_cast<double>(c.prediction.batch) / c.prediction.step_time.value(), c.speedup);
+        const Prediction& p = c.prediction;
+        const double epoch = epoch_seconds(392702, static_cast<double>(p.batch) * p.gpus, p.step_time.value());  // MNLI's train set
+        std::printf("%-14s %-8s largest batch %lld, %.0f samples/s, x%.2f of the first; epoch %.0f min, %.2f at %.2f an hour\n",
+                    c.gpu_key.c_str(), c.profile.c_str(), static_cast<long long>(c.largest_batch.value_or(0)), samples_per_second(p),
+                    c.speedup, epoch / 60, gpu_cost(epoch, p.gpus, price_per_gpu_hour), price_per_gpu_hour);
     }
     options.framework = gpus[1].framework;
     options.lowering.batch = 64;
     for (const ScalingPoint& s : scale(graph, contexts[1], options, {2, 4, 8})) {
         std::printf("%d x rtx-a6000: speedup %.2f (%s)\n", s.gpus, s.speedup, s.prediction.communication_source.c_str());
+    }
+    SweepGrid grid;
+    grid.gpus = gpus;
+    grid.batches = {16, 32, 64, 128};
+    grid.precisions = {PrecisionMode::amp_bf16, PrecisionMode::tf32};
+    for (const SweepRow& r : sweep(graph, grid, options)) {
+        std::printf("sweep: %-14s %-8s batch %3lld: %.0f samples/s%s\n", keys[r.gpu], std::string(to_string(r.precision)).c_str(),
+                    static_cast<long long>(r.batch), r.samples_per_second, r.fits ? "" : " (does not fit)");
     }
     options.lowering.batch = 1;
     options.lowering.mode = StepMode::inference;

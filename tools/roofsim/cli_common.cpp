@@ -110,8 +110,7 @@ std::vector<std::int64_t> integer_list_arg(const std::string& text, const std::s
 }
 
 GpuContext default_gpu_context(const GpuSpec& spec, const FrameworkProfile* framework) {
-    const FrameworkProfile* fw = framework ? framework : find_builtin_framework_profile(spec.key);
-    if (!fw && !builtin_framework_profiles().empty()) fw = &builtin_framework_profiles().front();
+    const FrameworkProfile* fw = framework ? framework : default_framework_profile(spec.key);
     GpuContext g{make_default_cost_context(spec, fw), fw};
     add_builtin_collectives(g.ctx, spec.key);
     return g;

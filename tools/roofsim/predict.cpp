@@ -326,8 +326,7 @@ void run_predict(PredictOptions& o, const Context& ctx) {
     if (const auto* ir = std::get_if<KernelIr>(&input)) check_ir_options(o, *ir, options.lowering.optimizer.kind);
     std::optional<FrameworkProfile> framework_file;
     if (!o.framework.empty()) framework_file = load_framework_profile(o.framework);
-    options.framework = framework_file ? &*framework_file : find_builtin_framework_profile(spec.key);
-    if (!options.framework && !builtin_framework_profiles().empty()) options.framework = &builtin_framework_profiles().front();
+    options.framework = framework_file ? &*framework_file : default_framework_profile(spec.key);
     if (!o.emit_ir.empty() && o.num_gpus != 1) throw UsageError("--emit-ir writes one GPU's step: leave out --num-gpus");
     // the calibration given for this GPU; else its datasheet (--datasheet), or a profile derived from
     // the calibration given for another GPU; else the default: built in, measured or derived

@@ -71,8 +71,7 @@ struct ScalingValidation {
         auto ctx = contexts.find(gpu_key);
         if (ctx == contexts.end()) {
             const GpuSpec& spec = gpu_or_throw(gpu_key);
-            const FrameworkProfile* fw = find_builtin_framework_profile(spec.key);
-            if (!fw && !builtin_framework_profiles().empty()) fw = &builtin_framework_profiles().front();
+            const FrameworkProfile* fw = default_framework_profile(spec.key);
             ctx = contexts.emplace(gpu_key, make_default_cost_context(spec, fw)).first;
             add_builtin_collectives(ctx->second, spec.key);
         }
@@ -91,8 +90,7 @@ struct ScalingValidation {
         o.lowering.batch = batch;
         o.lowering.precision = s.mode;
         o.lowering.optimizer = model->optimizer;
-        o.framework = find_builtin_framework_profile(gpu_key);
-        if (!o.framework && !builtin_framework_profiles().empty()) o.framework = &builtin_framework_profiles().front();
+        o.framework = default_framework_profile(gpu_key);
         try {
             // at the published batch, whether or not roofsim's memory model has it fit beside DDP's buckets
             const Prediction single = predict(*graph->second, ctx->second, o);

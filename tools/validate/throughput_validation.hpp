@@ -363,8 +363,7 @@ struct ThroughputValidation {
         auto ctx = contexts.find(r.gpu_key);
         if (ctx == contexts.end()) {
             const GpuSpec& spec = gpu_or_throw(r.gpu_key);
-            const FrameworkProfile* fw = find_builtin_framework_profile(spec.key);
-            if (!fw && !builtin_framework_profiles().empty()) fw = &builtin_framework_profiles().front();
+            const FrameworkProfile* fw = default_framework_profile(spec.key);
             frameworks[r.gpu_key] = fw;
             ctx = contexts.emplace(r.gpu_key, datasheet ? make_cost_context(spec, nullptr, fw) : make_default_cost_context(spec, fw)).first;
             const PublishedGpu* published_gpu = find_published_gpu(r.gpu_name);

@@ -109,6 +109,14 @@ inline void set_builtin_data_dir(std::filesystem::path dir) { detail::builtin_da
     return nullptr;
 }
 
+/// The framework profile a GPU's predictions take by default: the one measured with that GPU, else
+/// the first built-in one (host costs of another host: the report says so); nullptr where none is
+/// built in.
+[[nodiscard]] inline const FrameworkProfile* default_framework_profile(std::string_view gpu_key) {
+    if (const FrameworkProfile* own = find_builtin_framework_profile(gpu_key)) return own;
+    return builtin_framework_profiles().empty() ? nullptr : &builtin_framework_profiles().front();
+}
+
 /// Every built-in kernel-model profile (data/kernel_models/*.json), parsed once; none where no folder
 /// of built-in profiles is known or it has no kernel_models/.
 [[nodiscard]] inline const std::vector<KernelModelProfile>& builtin_kernel_models() {
