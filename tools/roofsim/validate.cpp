@@ -309,7 +309,8 @@ void run_validate_file(const ValidateOptions& o, const Context& context, std::os
     SetEvaluation v;
     v.set = &set;
     v.framework = framework_file ? &*framework_file : find_builtin_framework_profile(spec.key);
-    const auto ctx = make_cost_context(spec, measured, v.framework);
+    // --datasheet: the GPU as if it had not been measured (its datasheet, the kernel models of its family)
+    const auto ctx = make_cost_context(spec, o.datasheet ? nullptr : measured, v.framework);
     v.speed = host_speed(o);
     v.other_speed = v.speed == HostSpeed::measured ? HostSpeed::profiled : HostSpeed::measured;
     v.errors = evaluate(set, ctx, v.framework, v.speed);
@@ -754,7 +755,7 @@ void run_validate(const ValidateOptions& o, const Context& context) {
         run_validate_file(o, context, text);
     } else {
         const auto speed = host_speed(o);
-        print_validation_runs(evaluate_runs(load_validation_runs(o.runs), speed), o, speed, text);
+        print_validation_runs(evaluate_runs(load_validation_runs(o.runs), speed, o.datasheet), o, speed, text);
     }
     std::cout << wrap_lines(text.str());
 }
@@ -820,7 +821,8 @@ Command add_validate_command(CLI::App& app) {
         ->excludes(max_batch_file)
         ->excludes(framework);
     cmd->add_flag("--datasheet", o->datasheet,
-                  "With --throughputs: every GPU on its bare datasheet (no measured or derived profile), to compare with");
+                  "With --throughputs: every GPU on its bare datasheet (no measured or derived profile), to compare with; "
+                  "with --measurements or --runs: the GPU as if unmeasured (its datasheet), against its own measurements");
     cmd->add_option("--half", o->half, "With --kernels: the cases of the test half, the fit half, or all")
         ->check(CLI::IsMember({"test", "fit", "all"}))
         ->capture_default_str()

@@ -500,8 +500,9 @@ struct ValidationRun {
     CostContext ctx;
 };
 
-/// Loads a run's measurements and profiles (the GPU's built-in calibration where it names none).
-[[nodiscard]] inline ValidationRun load_validation_run(const ValidationRunFiles& files) {
+/// Loads a run's measurements and profiles (the GPU's built-in calibration where it names none; with
+/// `datasheet`, none: the GPU as if it had not been measured).
+[[nodiscard]] inline ValidationRun load_validation_run(const ValidationRunFiles& files, bool datasheet = false) {
     ValidationRun run{files, load_validation(files.measurements), load_framework_profile(files.framework), CostContext{}};
     const GpuSpec& spec = gpu_or_throw(run.set.gpu_key);
     std::optional<Calibration> calibration;
@@ -510,7 +511,7 @@ struct ValidationRun {
     if (measured && measured->device.gpu_key != spec.key) {
         throw std::runtime_error(files.name + ": calibration of " + measured->device.gpu_key + ", measurements on " + spec.key);
     }
-    run.ctx = make_cost_context(spec, measured, &run.framework);
+    run.ctx = make_cost_context(spec, datasheet ? nullptr : measured, &run.framework);
     return run;
 }
 
@@ -595,10 +596,10 @@ inline void gather(std::vector<CaseOverRuns>& out, const std::vector<CaseError>&
 }  // namespace detail
 
 /// Predicts every run with its own framework profile and calibration, on the host speed `speed`.
-[[nodiscard]] inline RunsEvaluation evaluate_runs(const std::vector<ValidationRunFiles>& runs, HostSpeed speed) {
+[[nodiscard]] inline RunsEvaluation evaluate_runs(const std::vector<ValidationRunFiles>& runs, HostSpeed speed, bool datasheet = false) {
     RunsEvaluation out;
     for (const auto& files : runs) {
-        const ValidationRun run = load_validation_run(files);
+        const ValidationRun run = load_validation_run(files, datasheet);
         const auto errors = evaluate(run.set, run.ctx, &run.framework, speed);
         detail::gather(out.cases, errors);
         if (!files.exported.empty()) {
