@@ -14,4 +14,7 @@ Command add_fit_kernels_command(CLI::App& app);
 Command add_compare_command(CLI::App& app);
 Command add_survey_command(CLI::App& app);
 
+/// Runs the command line `argv` (argv[0] the program) and returns its exit code; the program's main.
+int run_cli(int argc, char** argv);
+
 }  // namespace roofsim::cli

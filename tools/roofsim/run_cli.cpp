@@ -1,4 +1,4 @@
-// roofsim: GPU specs, rooflines, kernel times and training-step predictions from the command line.
+// The roofsim command line, run in-process: parses argv, runs the subcommand, returns the exit code.
 // Exit codes: 0 ok, 1 error (bad file, failed computation), 2 usage (bad option or argument value).
 
 #include "commands.hpp"
@@ -71,7 +71,9 @@ int flushed(int code) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace roofsim::cli {
+
+int run_cli(int argc, char** argv) {
     roofsim::cli::use_installed_data_dir();
     CLI::App app{"roofsim: GPU specs, rooflines and kernel times for PyTorch training on NVIDIA GPUs"};
     app.require_subcommand(1);
@@ -94,3 +96,5 @@ int main(int argc, char** argv) {
     }
     return flushed(run_parsed(commands, calibration_path));
 }
+
+}  // namespace roofsim::cli
