@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const PredictOptions o = fuzz::graph_options(h);
     const GpuSpec* own = find_gpu(calibration->device.gpu_key);
     fuzz::expect_errors([&] {
-        const CostContext ctx = make_cost_context(own ? *own : gpu_or_throw("h200-sxm"), &*calibration, nullptr);
+        const CostContext ctx = make_cost_context(own ? *own : gpu_or_throw("h200-sxm"), &*calibration);
         fuzz::check_prediction(predict(small_graph(), ctx, o));
         fuzz::check_prediction(predict(small_ir(), ctx, PredictOptions{}));
     });
