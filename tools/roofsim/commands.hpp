@@ -16,4 +16,7 @@ Command add_survey_command(CLI::App& app);
 Command add_sweep_command(CLI::App& app);
 Command add_models_command(CLI::App& app);
 
+/// Runs the command line `argv` (argv[0] the program) and returns its exit code; the program's main.
+int run_cli(int argc, char** argv);
+
 }  // namespace roofsim::cli

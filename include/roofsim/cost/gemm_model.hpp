@@ -169,7 +169,7 @@ namespace detail {
     double best_t = 1e300;
     const double full_work = m * n * batch * (k + p.k_half);
     for (std::size_t i = 0; i < detail::gemm_tiles.size(); ++i) {
-        const auto [tm, tn] = detail::gemm_tiles[i];
+        const auto tm = detail::gemm_tiles[i].first, tn = detail::gemm_tiles[i].second;  // clang before 16 cannot capture a binding
         const double slots = g.slots(i), wave_per_k = g.wave_per_k(i, best.aligned);
         // no tile runs faster than its waves full: m n batch (K + k0) at the tile's rate; the larger
         // tiles come first, so the smaller ones mostly stop here
