@@ -289,6 +289,17 @@ def autocast_bf16(device: torch.device):
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
 
 
+def autocast_context(dev, use_autocast: bool):
+    """A context factory for a measured body: torch.autocast(bfloat16) where use_autocast, else a null
+    context (the factory is called inside the body, as a script enters autocast)."""
+    return (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+
+
+def autocast_where(use_autocast: bool) -> str:
+    """The words a figure's method uses for its autocast setting."""
+    return "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
+
+
 def eager_op_probes(p: Probe, n_ops: int) -> None:
     dev = p.device
 
@@ -550,7 +561,7 @@ def tiny_layer(dev, build, make_inputs, use_autocast: bool):
     for t in inputs:
         if t.is_floating_point():
             t.requires_grad_(True)
-    ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+    ctx = autocast_context(dev, use_autocast)
     with ctx():
         out = fn(*inputs)
     grad = torch.randn_like(out[0] if isinstance(out, tuple) else out)
@@ -633,7 +644,7 @@ def layer_probes(p: Probe, samples: int) -> None:
             except Exception as exc:
                 p.skip(f"layer_forward_{op}{suffix}", first_line(exc))
                 continue
-            where = "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
+            where = autocast_where(use_autocast)
             p.record(f"layer_forward_{op}{suffix}", fwd,
                      f"one tiny {op} layer forward with autograd recording, CUDA events, {where}")
             bwd = [max(0.0, fb - statistics.median(fwd) - backward_call) for fb in fwd_bwd]
@@ -683,7 +694,7 @@ def steady_layer_probes(p: Probe, batches: int, reps: int) -> None:
             except Exception as exc:
                 p.skip(f"layer_steady_{op}{suffix}", first_line(exc))
                 continue
-            where = "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
+            where = autocast_where(use_autocast)
             p.record(f"layer_steady_{key}{suffix}", values,
                      f"one tiny {op} layer: grads set to None, forward, backward(grad), {reps} times back to back "
                      f"with no synchronize between, CUDA events around them; per repetition; {where}")
@@ -859,7 +870,7 @@ def backward_split_probes(p: Probe, samples: int) -> None:
     dev = p.device
     for use_autocast in (False, True):
         suffix = "_autocast" if use_autocast else ""
-        ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+        ctx = autocast_context(dev, use_autocast)
         layers = [torch.nn.Linear(8, 8).to(dev) for _ in range(4)]
         x = torch.randn(2, 8, device=dev, requires_grad=True)
         events = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
@@ -892,7 +903,7 @@ def backward_split_probes(p: Probe, samples: int) -> None:
         except Exception as exc:  # torch 1.13 has no Node.register_prehook
             p.skip(f"backward_call_before_first_kernel{suffix}", first_line(exc))
             continue
-        where = "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
+        where = autocast_where(use_autocast)
         p.record(f"backward_call_before_first_kernel{suffix}", before,
                  "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event "
                  f"recorded by the first autograd node's pre-hook (before its first kernel); {where}")
@@ -1026,6 +1037,20 @@ class OpRecorder(TorchDispatchMode or object):
         return func(*args, **(kwargs or {}))
 
 
+def run_chain(layers, x):
+    """x through each of `layers` in turn (an untimed chain: the timed bodies hold the loop themselves)."""
+    y = x
+    for layer in layers:
+        y = layer(y)
+    return y
+
+
+def ops_per_layer(a: dict, b: dict, lengths) -> dict:
+    """The op counts one more layer adds: (b - a) / (lengths[1] - lengths[0]) per op, where they differ."""
+    span = lengths[1] - lengths[0]
+    return {op: (b.get(op, 0) - a.get(op, 0)) / span for op in sorted(set(a) | set(b)) if b.get(op, 0) != a.get(op, 0)}
+
+
 def chain_op_counts(case, use_autocast: bool, dev, lengths=(1, 4)) -> dict | None:
     """The aten ops one more layer of a chain dispatches, forward and backward, as the chain figures'
     slope counts them: the ops of a chain of lengths[1] layers less those of lengths[0], per layer
@@ -1036,27 +1061,19 @@ def chain_op_counts(case, use_autocast: bool, dev, lengths=(1, 4)) -> dict | Non
     make_layer, make_input = case
     layers = [make_layer() for _ in range(max(lengths))]
     x = make_input()
-    ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+    ctx = autocast_context(dev, use_autocast)
     counts = []
     for k in lengths:
         forward = OpRecorder()
         with forward, ctx():
-            y = x
-            for layer in layers[:k]:
-                y = layer(y)
+            y = run_chain(layers[:k], x)
         grad = torch.randn_like(y)
         backward = OpRecorder()
         with backward:
             y.backward(grad)
         counts.append((forward.counts, backward.counts))
-
-    def per_layer(a: dict, b: dict) -> dict:
-        span = lengths[1] - lengths[0]
-        return {op: (b.get(op, 0) - a.get(op, 0)) / span for op in sorted(set(a) | set(b))
-                if b.get(op, 0) != a.get(op, 0)}
-
-    return {"forward_ops": per_layer(counts[0][0], counts[1][0]),
-            "backward_ops": per_layer(counts[0][1], counts[1][1])}
+    return {"forward_ops": ops_per_layer(counts[0][0], counts[1][0], lengths),
+            "backward_ops": ops_per_layer(counts[0][1], counts[1][1], lengths)}
 
 
 def attention_figure_op(op: str, layer, x, ctx) -> tuple[str, dict]:
@@ -1077,7 +1094,7 @@ def chain_op_lists(dev) -> dict:
             suffix = "_autocast" if use_autocast else ""
             key = op
             try:
-                ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+                ctx = autocast_context(dev, use_autocast)
                 key, _ = attention_figure_op(op, case[0](), case[1](), ctx)
                 ops = chain_op_counts(case, use_autocast, dev)
             except Exception as exc:
@@ -1089,6 +1106,17 @@ def chain_op_lists(dev) -> dict:
     return lists
 
 
+# Chain lengths of the chain figures: the per-layer slope over them.
+CHAIN_LENGTHS = (1, 4, 16)
+
+
+def chain_median(timed, body, samples: int) -> float:
+    """Median seconds of `samples` timed runs of body(), after 3 untimed ones (a chain figure's point)."""
+    for _ in range(3):
+        timed(body)
+    return statistics.median([timed(body) for _ in range(samples)])
+
+
 def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int, timed, **meta) -> None:
     """Per-layer host cost inside a sequence of layers, as in a model: forward and forward + backward
     of chains of 1, 4 and 16 such layers, CUDA events; the least-squares slope over the chain length
@@ -1097,12 +1125,12 @@ def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int,
     dev = p.device
     suffix = "_autocast" if use_autocast else ""
     make_layer, make_input = case
-    lengths = [1, 4, 16]
+    lengths = list(CHAIN_LENGTHS)
     try:
         layers = [make_layer() for _ in range(max(lengths))]
         params = [q for layer in layers if isinstance(layer, torch.nn.Module) for q in layer.parameters()]
         x = make_input()
-        ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+        ctx = autocast_context(dev, use_autocast)
         op, backend = attention_figure_op(op, layers[0], x, ctx)
         extra = dict(meta, **backend)
         fwd_medians, fb_medians, node_counts = [], [], []
@@ -1129,9 +1157,7 @@ def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int,
                 forward().backward(grad)
 
             for body, medians in ((run_fwd, fwd_medians), (run_fwd_bwd, fb_medians)):
-                for _ in range(3):
-                    timed(body)
-                medians.append(statistics.median([timed(body) for _ in range(samples)]))
+                medians.append(chain_median(timed, body, samples))
             node_counts.append(autograd_node_count(forward()))
     except Exception as exc:
         p.skip(f"layer_forward_{op}{suffix}", first_line(exc))
@@ -1149,7 +1175,7 @@ def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int,
     def slope(ys):
         return least_squares_line(lengths, ys)[0]
 
-    where = "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
+    where = autocast_where(use_autocast)
     forward_s = max(0.0, slope(fwd_medians))
     backward_s = max(0.0, slope(fb_medians) - slope(fwd_medians))
     p.record(f"layer_forward_{op}{suffix}", [forward_s],
@@ -1188,13 +1214,9 @@ def inference_forward_op_counts(layers, x, ctx, lengths=(1, 4)) -> dict | None:
     for k in lengths:
         recorder = OpRecorder()
         with recorder, ctx():
-            y = x
-            for layer in layers[:k]:
-                y = layer(y)
+            run_chain(layers[:k], x)
         counts.append(recorder.counts)
-    a, b = counts
-    span = lengths[1] - lengths[0]
-    return {op: (b.get(op, 0) - a.get(op, 0)) / span for op in sorted(set(a) | set(b)) if b.get(op, 0) != a.get(op, 0)}
+    return ops_per_layer(counts[0], counts[1], lengths)
 
 
 def chain_inference_probe(p: Probe, op: str, case, use_autocast: bool, samples: int, timed, **meta) -> None:
@@ -1204,14 +1226,14 @@ def chain_inference_probe(p: Probe, op: str, case, use_autocast: bool, samples: 
     dev = p.device
     suffix = "_autocast" if use_autocast else ""
     make_layer, make_input = case
-    lengths = [1, 4, 16]
+    lengths = list(CHAIN_LENGTHS)
     try:
         layers = [make_layer() for _ in range(max(lengths))]
         for layer in layers:
             if isinstance(layer, torch.nn.Module):
                 layer.eval()
         x = make_input().detach()
-        ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+        ctx = autocast_context(dev, use_autocast)
         op, backend = attention_figure_op(op, layers[0], x, inference_context(dev, use_autocast))
         extra = dict(meta, **backend)
         fwd_medians = []
@@ -1224,9 +1246,7 @@ def chain_inference_probe(p: Probe, op: str, case, use_autocast: bool, samples: 
                             y = layer(y)
                 return y
 
-            for _ in range(3):
-                timed(forward)
-            fwd_medians.append(statistics.median([timed(forward) for _ in range(samples)]))
+            fwd_medians.append(chain_median(timed, forward, samples))
     except Exception as exc:
         p.skip(f"layer_inference_{op}{suffix}", first_line(exc))
         return
@@ -1235,7 +1255,7 @@ def chain_inference_probe(p: Probe, op: str, case, use_autocast: bool, samples: 
     except Exception as exc:
         ops, extra["op_counts_skipped"] = None, first_line(exc)
     extra_forward = {"forward_ops": ops} if ops is not None else {}
-    where = "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
+    where = autocast_where(use_autocast)
     forward_s = max(0.0, least_squares_line(lengths, fwd_medians)[0])
     p.record(f"layer_inference_{op}{suffix}", [forward_s],
              f"per-layer slope of median forward time over chains of {lengths} tiny {op} layers {INFERENCE_METHOD}, "
@@ -1254,7 +1274,7 @@ def single_inference_probe(p: Probe, op: str, build, make_inputs, use_autocast: 
         if isinstance(fn, torch.nn.Module):
             fn.eval()
         inputs = [t.detach() for t in make_inputs()]
-        ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+        ctx = autocast_context(dev, use_autocast)
 
         def forward():
             with torch.inference_mode():
@@ -1268,7 +1288,7 @@ def single_inference_probe(p: Probe, op: str, build, make_inputs, use_autocast: 
     except Exception as exc:
         p.skip(key, first_line(exc))
         return
-    where = "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
+    where = autocast_where(use_autocast)
     p.record(key, fwd, f"one tiny {op} layer forward {INFERENCE_METHOD}, CUDA events, {where}")
 
 
