@@ -118,7 +118,8 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
   python_reference
       One call of python_reference_work() (pure Python of the kinds a model's forward runs between
       its tensor ops): this host's Python speed. The PyTorch exporter times a model's own code on
-      its host together with the same work (tools/roofsim_export/model_code.py); roofsim scales
+      its host together with the same work (one copy for both: tools/roofsim_export/python_reference.py,
+      which this script loads); roofsim scales
       that code's time by the ratio of the two hosts' fastest calls (the figure's min: a shared
       host's Python speed swings by 2x for seconds at a time, its median with it).
   cuda_synchronize_idle, cuda_event_record, cuda_event_elapsed_time, launch_sync_roundtrip,
@@ -168,6 +169,22 @@ from measure_pytorch import (  # noqa: E402
     BACKWARD_CANARY_NODES, CANARY_OPS, backward_canary_seconds_per_node, canary_seconds_per_op, gpu_key_for, host_cpu_name,
     write_json_atomic)
 
+
+def _load_python_reference():
+    """tools/roofsim_export/python_reference.py, the exporter's own reference work, loaded as a file:
+    importing the package would import the whole exporter."""
+    import importlib.util
+    path = os.path.join(REPO_ROOT, "tools", "roofsim_export", "python_reference.py")
+    spec = importlib.util.spec_from_file_location("roofsim_python_reference", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# The reference work the exporter times too (python_reference): one copy of it for both.
+_python_reference = _load_python_reference()
+python_reference_work = _python_reference.python_reference_work
+python_reference_calls = _python_reference.python_reference_calls
 
 
 def least_squares_line(xs, ys) -> tuple[float, float]:
@@ -1841,49 +1858,11 @@ def zero_grad_probes(p: Probe, n1: int, n2: int, small_numel: int, large_numel: 
 
 # ----------------------------------------------------------------------------- (d) sync, events
 
-def python_reference_work(n: int = 1000) -> int:
-    """Pure-Python work of the kinds a model's forward runs between its tensor ops: method calls
-    with keyword arguments, attribute and dict lookups, isinstance checks, small tuples. Its time
-    relates one host's Python speed to another's. The framework probe (calibrate/torch_framework_probe.py)
-    and the exporter (tools/roofsim_export/model_code.py) each hold this function, the same (tests/export
-    checks)."""
-    class Config:
-        hidden_size = 768
-        num_heads = 12
-        use_cache = False
-
-        def head_dim(self, scale=1):
-            return self.hidden_size // self.num_heads * scale
-
-    config = Config()
-    cache = {}
-    total = 0
-    for i in range(n):
-        heads = config.head_dim(scale=1)
-        if isinstance(heads, int) and not getattr(config, "use_cache", True):
-            cache[i & 31] = (heads, i)
-        shape = tuple(cache.get(j & 31, (0, 0))[0] for j in range(i, i + 3))
-        total += sum(shape) + len(cache)
-    return total
-
-
 # Calls of python_reference_work() after each group of a pass's figures: a shared host's Python speed
 # swings by 2x for minutes at a time (on one H200 run of 2026-12-01 all 93 calls of three passes' blocks
 # of 31 ran at 1.40 ms or slower, where the runs before reached 0.86), so the reference is sampled at
 # every moment of the probe's run, not in one block per pass.
 PYTHON_REFERENCE_CALLS_PER_GROUP = 3
-
-
-def python_reference_calls(calls: int) -> list[float]:
-    """Seconds of each of `calls` python_reference_work() calls, after one unmeasured call: this
-    host's Python speed now (no GPU work)."""
-    python_reference_work()
-    times = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        python_reference_work()
-        times.append(time.perf_counter() - t0)
-    return times
 
 
 def record_python_reference(p: Probe, samples_s: list[float], groups: int) -> None:
