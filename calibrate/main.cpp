@@ -1,20 +1,26 @@
 // roofsim-calibrate: runs the probes on the GPU in hand and writes a calibration profile.
 // Every probe runs inside its own try/catch: a failed, unsupported or timed-out probe is reported,
-// listed in the profile's "missing" array, and the other probes still run.
+// listed in the profile's "missing" array, and the other probes still run. The output path is checked
+// before the GPU is touched. SIGINT or SIGTERM stops the run after the probe in progress: what was
+// measured is written as a partial profile and the exit code is 128 + the signal (130 for SIGINT);
+// a second signal exits at once.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <mutex>
 #include <sstream>
 #include <thread>
 
+#include "assemble.hpp"
 #include "probe.hpp"
 #include <roofsim/profile/calibration_json.hpp>
+#include <roofsim/report/atomic_write.hpp>
 #if __has_include("roofsim/gpu.hpp")
 #include <roofsim/gpu.hpp>
 #define ROOFSIM_CALIBRATE_HAVE_GPU_TABLE 1
@@ -33,35 +39,50 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-/// Merges what one probe measured into the profile.
-void merge(Calibration& into, Calibration&& from) {
-    for (auto& [level, pats] : from.bandwidth)
-        for (auto& [p, m] : pats) into.bandwidth[level][p] = std::move(m);
-    for (auto& [p, c] : from.bandwidth_curve) into.bandwidth_curve[p] = std::move(c);
-    if (from.l2_to_dram_step_bytes) into.l2_to_dram_step_bytes = from.l2_to_dram_step_bytes;
-    for (auto& [u, c] : from.probe_ceilings) into.probe_ceilings[u] = std::move(c);
-    for (auto& [u, c] : from.library_ceilings) into.library_ceilings[u] = std::move(c);
-    for (auto& [u, c] : from.intensity_curves) into.intensity_curves[u] = std::move(c);
-    for (auto& g : from.gemm_sweep) into.gemm_sweep.push_back(std::move(g));
-    for (auto& [u, f] : from.gemm_fits) into.gemm_fits[u] = f;
-    for (auto& v : from.conv_sweep) into.conv_sweep.push_back(std::move(v));
-    if (from.launch_latency_seconds) into.launch_latency_seconds = from.launch_latency_seconds;
-    if (from.launch_interval_seconds) into.launch_interval_seconds = from.launch_interval_seconds;
-    if (from.launch_gpu_interval_seconds) into.launch_gpu_interval_seconds = from.launch_gpu_interval_seconds;
-    for (auto& [k, f] : from.memcpy) into.memcpy[k] = std::move(f);
-    for (auto& r : from.collectives) into.collectives.push_back(std::move(r));
-    for (auto& m : from.missing) into.missing.push_back(std::move(m));
-    if (from.device.sm_clock_measured_hz) into.device.sm_clock_measured_hz = from.device.sm_clock_measured_hz;
+/// The signal that asked the run to stop (0: none): set by on_stop_signal, read between probes and by
+/// the watchdog. Lock-free, so the handler may store to it.
+std::atomic<int> stop_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
+
+/// SIGINT / SIGTERM: the first is remembered (the run stops after the probe in progress); a second
+/// exits at once. Async-signal-safe: an atomic store or _Exit, no I/O.
+void on_stop_signal(int sig) {
+    if (stop_signal.exchange(sig) != 0) std::_Exit(128 + sig);
 }
 
-/// GEMM and conv efficiencies against the best rate known for their unit (sweep or ceiling), in (0, 1].
-void finish_efficiencies(Calibration& c) {
-    std::map<ComputeUnit, double> best;
-    for (const auto& [u, ce] : c.library_ceilings) best[u] = std::max(best[u], ce.flops_per_second.median);
-    for (const auto& g : c.gemm_sweep) best[g.unit] = std::max(best[g.unit], g.flops_per_second);
-    for (const auto& v : c.conv_sweep) best[v.unit] = std::max(best[v.unit], v.flops_per_second);
-    for (auto& g : c.gemm_sweep) g.efficiency = std::clamp(g.flops_per_second / best[g.unit], 1e-9, 1.0);
-    for (auto& v : c.conv_sweep) v.efficiency = std::clamp(v.flops_per_second / best[v.unit], 1e-9, 1.0);
+void install_stop_handlers() {
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
+}
+
+std::string signal_name(int sig) {
+    if (sig == SIGINT) return "SIGINT";
+    if (sig == SIGTERM) return "SIGTERM";
+    return "signal " + std::to_string(sig);
+}
+
+/// The keys of the probes from `from` on.
+std::vector<std::string> keys_from(const std::vector<const Probe*>& todo, std::size_t from) {
+    std::vector<std::string> keys;
+    for (std::size_t i = from; i < todo.size(); ++i) keys.push_back(todo[i]->key);
+    return keys;
+}
+
+/// Whether a profile can be written to `path` (a file, or with `directory` the directory its default
+/// name goes in); where not, says why, naming the path.
+bool output_writable(const std::filesystem::path& path, bool directory = false) {
+    try {
+        if (directory) check_writable_directory(path);
+        else check_writable_file(path);
+        return true;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "roofsim-calibrate: cannot write the profile: %s (nothing was measured)\n", e.what());
+        return false;
+    }
 }
 
 std::string sanitize(std::string s) {
@@ -110,6 +131,9 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
+    // before the GPU: where the profile goes (its file name waits for the device's name by default)
+    if (output.empty() ? !output_writable(".", true) : !output_writable(output)) return 2;
+    install_stop_handlers();
 
     DeviceInfo dev;
     try {
@@ -137,7 +161,10 @@ int main(int argc, char** argv) {
         for (int i = 1; i < argc; ++i) cmd << ' ' << argv[i];
         cal.device.command_line = cmd.str();
     }
-    if (output.empty()) output = (gpu_key.empty() ? sanitize(dev.name) : gpu_key) + ".json";
+    if (output.empty()) {
+        output = (gpu_key.empty() ? sanitize(dev.name) : gpu_key) + ".json";
+        if (!output_writable(output)) return 2;
+    }
 
     std::printf("roofsim-calibrate %s on %s (cc %d.%d, %d SMs, %.0f MiB L2, %.1f GiB), %s mode -> %s\n", tool_version,
                 dev.name.c_str(), dev.cc_major, dev.cc_minor, dev.sm_count, static_cast<double>(dev.l2_bytes) / 1048576.0,
@@ -154,25 +181,38 @@ int main(int argc, char** argv) {
     for (const auto* p : todo) est_left += quick ? p->estimate_quick_s : p->estimate_full_s;
 
     // Hard watchdog: if a probe overruns its cooperative deadline by 60 s (a hung kernel), save what
-    // was measured so far with the probe listed as timed out, and exit.
+    // was measured so far with the probe listed as timed out (the probes after it as not run), and
+    // exit. It also says, once, that a stop signal came.
     std::mutex mu;
     Calibration snapshot = cal;
     std::string running;
+    std::size_t running_index = 0;
     Clock::time_point hard_deadline = Clock::time_point::max();
     std::atomic<bool> done{false};
     std::condition_variable cv;
     std::thread watchdog([&] {
         std::unique_lock<std::mutex> lk(mu);
+        bool told_stop = false;
         while (!done) {
             cv.wait_for(lk, std::chrono::seconds(1));
+            if (const int sig = stop_signal.load(); sig != 0 && !told_stop && !done) {
+                told_stop = true;
+                std::fprintf(stderr, "roofsim-calibrate: %s: stopping after the probe in progress; what was measured will be "
+                             "written as a partial profile (%s again exits at once)\n", signal_name(sig).c_str(),
+                             signal_name(sig).c_str());
+                std::fflush(stderr);
+            }
             if (!done && Clock::now() > hard_deadline) {
                 std::fprintf(stderr, "roofsim-calibrate: probe '%s' did not finish (hung?); writing the figures measured so far\n",
                              running.c_str());
                 Calibration c = snapshot;
                 c.missing.push_back({running, MissingReason::timed_out, "probe did not return; the process was stopped"});
                 try {
-                    save_calibration(c, output);
-                    std::fprintf(stderr, "roofsim-calibrate: partial profile written to %s\n", output.c_str());
+                    const Calibration written = save_stopped_profile(
+                        std::move(c), keys_from(todo, running_index + 1),
+                        "the calibration stopped at probe '" + running + "', which did not return", output);
+                    std::fprintf(stderr, "roofsim-calibrate: %s written to %s\n",
+                                 written.partial ? "partial profile" : "profile", output.c_str());
                 } catch (const std::exception& e) {
                     std::fprintf(stderr, "roofsim-calibrate: could not write the partial profile: %s\n", e.what());
                 }
@@ -185,7 +225,12 @@ int main(int argc, char** argv) {
     const auto t_start = Clock::now();
     double spent_est = 0.0, spent_real = 0.0;
     int failures = 0;
+    std::size_t stopped_at = todo.size();  // the first probe not run after a stop signal
     for (std::size_t i = 0; i < todo.size(); ++i) {
+        if (stop_signal.load() != 0) {
+            stopped_at = i;
+            break;
+        }
         const Probe& p = *todo[i];
         const double est = quick ? p.estimate_quick_s : p.estimate_full_s;
         // time left: remaining estimates scaled by how the estimates have held so far
@@ -205,6 +250,7 @@ int main(int argc, char** argv) {
             {
                 std::lock_guard<std::mutex> lk(mu);
                 running = p.key;
+                running_index = i;
                 hard_deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(soft + 60.0));
             }
             ProbeContext ctx{dev, quick, part,
@@ -240,12 +286,24 @@ int main(int argc, char** argv) {
     cv.notify_all();
     watchdog.join();
 
-    finish_efficiencies(cal);
+    const int sig = stop_signal.load();
+    if (sig != 0 && stopped_at == 0) {
+        std::fprintf(stderr, "roofsim-calibrate: %s before the first probe: nothing was measured and no profile was written\n",
+                     signal_name(sig).c_str());
+        return 128 + sig;
+    }
     try {
+        // a stop signal: the probes left listed as not run, the profile partial where any is left
+        cal = stopped_profile(std::move(cal), keys_from(todo, stopped_at),
+                              sig != 0 ? "the calibration was interrupted (" + signal_name(sig) + ") before this probe ran" : "");
         save_calibration(cal, output);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "roofsim-calibrate: could not write %s: %s\n", output.c_str(), e.what());
         return 1;
+    }
+    if (cal.partial) {
+        std::fprintf(stderr, "roofsim-calibrate: %s: partial profile written to %s (not run: %s); roofsim refuses it "
+                     "unless given --accept-partial\n", signal_name(sig).c_str(), output.c_str(), probes_not_run_text(cal).c_str());
     }
     std::printf("wrote %s in %s (%s)\n", output.c_str(), fmt_s(since(t_start)).c_str(), provenance(cal).c_str());
     if (const auto bw = bandwidth_ceiling(cal, MemoryLevel::dram)) std::printf("  DRAM bandwidth ceiling: %.3f TB/s\n", bw->value() / 1e12);
@@ -256,5 +314,6 @@ int main(int argc, char** argv) {
         for (const auto& m : cal.missing)
             std::printf("    %-28s %-11s %s\n", m.figure.c_str(), std::string(to_string(m.reason)).c_str(), m.detail.c_str());
     }
+    if (sig != 0) return 128 + sig;
     return failures == 0 ? 0 : 5;
 }

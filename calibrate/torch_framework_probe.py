@@ -118,7 +118,8 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
   python_reference
       One call of python_reference_work() (pure Python of the kinds a model's forward runs between
       its tensor ops): this host's Python speed. The PyTorch exporter times a model's own code on
-      its host together with the same work (tools/roofsim_export/model_code.py); roofsim scales
+      its host together with the same work (one copy for both: tools/roofsim_export/python_reference.py,
+      which this script loads); roofsim scales
       that code's time by the ratio of the two hosts' fastest calls (the figure's min: a shared
       host's Python speed swings by 2x for seconds at a time, its median with it).
   cuda_synchronize_idle, cuda_event_record, cuda_event_elapsed_time, launch_sync_roundtrip,
@@ -168,6 +169,22 @@ from measure_pytorch import (  # noqa: E402
     BACKWARD_CANARY_NODES, CANARY_OPS, backward_canary_seconds_per_node, canary_seconds_per_op, gpu_key_for, host_cpu_name,
     write_json_atomic)
 
+
+def _load_python_reference():
+    """tools/roofsim_export/python_reference.py, the exporter's own reference work, loaded as a file:
+    importing the package would import the whole exporter."""
+    import importlib.util
+    path = os.path.join(REPO_ROOT, "tools", "roofsim_export", "python_reference.py")
+    spec = importlib.util.spec_from_file_location("roofsim_python_reference", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# The reference work the exporter times too (python_reference): one copy of it for both.
+_python_reference = _load_python_reference()
+python_reference_work = _python_reference.python_reference_work
+python_reference_calls = _python_reference.python_reference_calls
 
 
 def least_squares_line(xs, ys) -> tuple[float, float]:
@@ -287,6 +304,17 @@ def merge_passes(passes: list[dict]) -> dict:
 
 def autocast_bf16(device: torch.device):
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+
+
+def autocast_context(dev, use_autocast: bool):
+    """A context factory for a measured body: torch.autocast(bfloat16) where use_autocast, else a null
+    context (the factory is called inside the body, as a script enters autocast)."""
+    return (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+
+
+def autocast_where(use_autocast: bool) -> str:
+    """The words a figure's method uses for its autocast setting."""
+    return "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
 
 
 def eager_op_probes(p: Probe, n_ops: int) -> None:
@@ -550,7 +578,7 @@ def tiny_layer(dev, build, make_inputs, use_autocast: bool):
     for t in inputs:
         if t.is_floating_point():
             t.requires_grad_(True)
-    ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+    ctx = autocast_context(dev, use_autocast)
     with ctx():
         out = fn(*inputs)
     grad = torch.randn_like(out[0] if isinstance(out, tuple) else out)
@@ -633,7 +661,7 @@ def layer_probes(p: Probe, samples: int) -> None:
             except Exception as exc:
                 p.skip(f"layer_forward_{op}{suffix}", first_line(exc))
                 continue
-            where = "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
+            where = autocast_where(use_autocast)
             p.record(f"layer_forward_{op}{suffix}", fwd,
                      f"one tiny {op} layer forward with autograd recording, CUDA events, {where}")
             bwd = [max(0.0, fb - statistics.median(fwd) - backward_call) for fb in fwd_bwd]
@@ -683,7 +711,7 @@ def steady_layer_probes(p: Probe, batches: int, reps: int) -> None:
             except Exception as exc:
                 p.skip(f"layer_steady_{op}{suffix}", first_line(exc))
                 continue
-            where = "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
+            where = autocast_where(use_autocast)
             p.record(f"layer_steady_{key}{suffix}", values,
                      f"one tiny {op} layer: grads set to None, forward, backward(grad), {reps} times back to back "
                      f"with no synchronize between, CUDA events around them; per repetition; {where}")
@@ -859,7 +887,7 @@ def backward_split_probes(p: Probe, samples: int) -> None:
     dev = p.device
     for use_autocast in (False, True):
         suffix = "_autocast" if use_autocast else ""
-        ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+        ctx = autocast_context(dev, use_autocast)
         layers = [torch.nn.Linear(8, 8).to(dev) for _ in range(4)]
         x = torch.randn(2, 8, device=dev, requires_grad=True)
         events = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
@@ -892,7 +920,7 @@ def backward_split_probes(p: Probe, samples: int) -> None:
         except Exception as exc:  # torch 1.13 has no Node.register_prehook
             p.skip(f"backward_call_before_first_kernel{suffix}", first_line(exc))
             continue
-        where = "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
+        where = autocast_where(use_autocast)
         p.record(f"backward_call_before_first_kernel{suffix}", before,
                  "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event "
                  f"recorded by the first autograd node's pre-hook (before its first kernel); {where}")
@@ -1026,6 +1054,20 @@ class OpRecorder(TorchDispatchMode or object):
         return func(*args, **(kwargs or {}))
 
 
+def run_chain(layers, x):
+    """x through each of `layers` in turn (an untimed chain: the timed bodies hold the loop themselves)."""
+    y = x
+    for layer in layers:
+        y = layer(y)
+    return y
+
+
+def ops_per_layer(a: dict, b: dict, lengths) -> dict:
+    """The op counts one more layer adds: (b - a) / (lengths[1] - lengths[0]) per op, where they differ."""
+    span = lengths[1] - lengths[0]
+    return {op: (b.get(op, 0) - a.get(op, 0)) / span for op in sorted(set(a) | set(b)) if b.get(op, 0) != a.get(op, 0)}
+
+
 def chain_op_counts(case, use_autocast: bool, dev, lengths=(1, 4)) -> dict | None:
     """The aten ops one more layer of a chain dispatches, forward and backward, as the chain figures'
     slope counts them: the ops of a chain of lengths[1] layers less those of lengths[0], per layer
@@ -1036,27 +1078,19 @@ def chain_op_counts(case, use_autocast: bool, dev, lengths=(1, 4)) -> dict | Non
     make_layer, make_input = case
     layers = [make_layer() for _ in range(max(lengths))]
     x = make_input()
-    ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+    ctx = autocast_context(dev, use_autocast)
     counts = []
     for k in lengths:
         forward = OpRecorder()
         with forward, ctx():
-            y = x
-            for layer in layers[:k]:
-                y = layer(y)
+            y = run_chain(layers[:k], x)
         grad = torch.randn_like(y)
         backward = OpRecorder()
         with backward:
             y.backward(grad)
         counts.append((forward.counts, backward.counts))
-
-    def per_layer(a: dict, b: dict) -> dict:
-        span = lengths[1] - lengths[0]
-        return {op: (b.get(op, 0) - a.get(op, 0)) / span for op in sorted(set(a) | set(b))
-                if b.get(op, 0) != a.get(op, 0)}
-
-    return {"forward_ops": per_layer(counts[0][0], counts[1][0]),
-            "backward_ops": per_layer(counts[0][1], counts[1][1])}
+    return {"forward_ops": ops_per_layer(counts[0][0], counts[1][0], lengths),
+            "backward_ops": ops_per_layer(counts[0][1], counts[1][1], lengths)}
 
 
 def attention_figure_op(op: str, layer, x, ctx) -> tuple[str, dict]:
@@ -1077,7 +1111,7 @@ def chain_op_lists(dev) -> dict:
             suffix = "_autocast" if use_autocast else ""
             key = op
             try:
-                ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+                ctx = autocast_context(dev, use_autocast)
                 key, _ = attention_figure_op(op, case[0](), case[1](), ctx)
                 ops = chain_op_counts(case, use_autocast, dev)
             except Exception as exc:
@@ -1089,6 +1123,17 @@ def chain_op_lists(dev) -> dict:
     return lists
 
 
+# Chain lengths of the chain figures: the per-layer slope over them.
+CHAIN_LENGTHS = (1, 4, 16)
+
+
+def chain_median(timed, body, samples: int) -> float:
+    """Median seconds of `samples` timed runs of body(), after 3 untimed ones (a chain figure's point)."""
+    for _ in range(3):
+        timed(body)
+    return statistics.median([timed(body) for _ in range(samples)])
+
+
 def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int, timed, **meta) -> None:
     """Per-layer host cost inside a sequence of layers, as in a model: forward and forward + backward
     of chains of 1, 4 and 16 such layers, CUDA events; the least-squares slope over the chain length
@@ -1097,12 +1142,12 @@ def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int,
     dev = p.device
     suffix = "_autocast" if use_autocast else ""
     make_layer, make_input = case
-    lengths = [1, 4, 16]
+    lengths = list(CHAIN_LENGTHS)
     try:
         layers = [make_layer() for _ in range(max(lengths))]
         params = [q for layer in layers if isinstance(layer, torch.nn.Module) for q in layer.parameters()]
         x = make_input()
-        ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+        ctx = autocast_context(dev, use_autocast)
         op, backend = attention_figure_op(op, layers[0], x, ctx)
         extra = dict(meta, **backend)
         fwd_medians, fb_medians, node_counts = [], [], []
@@ -1129,9 +1174,7 @@ def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int,
                 forward().backward(grad)
 
             for body, medians in ((run_fwd, fwd_medians), (run_fwd_bwd, fb_medians)):
-                for _ in range(3):
-                    timed(body)
-                medians.append(statistics.median([timed(body) for _ in range(samples)]))
+                medians.append(chain_median(timed, body, samples))
             node_counts.append(autograd_node_count(forward()))
     except Exception as exc:
         p.skip(f"layer_forward_{op}{suffix}", first_line(exc))
@@ -1149,7 +1192,7 @@ def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int,
     def slope(ys):
         return least_squares_line(lengths, ys)[0]
 
-    where = "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
+    where = autocast_where(use_autocast)
     forward_s = max(0.0, slope(fwd_medians))
     backward_s = max(0.0, slope(fb_medians) - slope(fwd_medians))
     p.record(f"layer_forward_{op}{suffix}", [forward_s],
@@ -1188,13 +1231,9 @@ def inference_forward_op_counts(layers, x, ctx, lengths=(1, 4)) -> dict | None:
     for k in lengths:
         recorder = OpRecorder()
         with recorder, ctx():
-            y = x
-            for layer in layers[:k]:
-                y = layer(y)
+            run_chain(layers[:k], x)
         counts.append(recorder.counts)
-    a, b = counts
-    span = lengths[1] - lengths[0]
-    return {op: (b.get(op, 0) - a.get(op, 0)) / span for op in sorted(set(a) | set(b)) if b.get(op, 0) != a.get(op, 0)}
+    return ops_per_layer(counts[0], counts[1], lengths)
 
 
 def chain_inference_probe(p: Probe, op: str, case, use_autocast: bool, samples: int, timed, **meta) -> None:
@@ -1204,14 +1243,14 @@ def chain_inference_probe(p: Probe, op: str, case, use_autocast: bool, samples: 
     dev = p.device
     suffix = "_autocast" if use_autocast else ""
     make_layer, make_input = case
-    lengths = [1, 4, 16]
+    lengths = list(CHAIN_LENGTHS)
     try:
         layers = [make_layer() for _ in range(max(lengths))]
         for layer in layers:
             if isinstance(layer, torch.nn.Module):
                 layer.eval()
         x = make_input().detach()
-        ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+        ctx = autocast_context(dev, use_autocast)
         op, backend = attention_figure_op(op, layers[0], x, inference_context(dev, use_autocast))
         extra = dict(meta, **backend)
         fwd_medians = []
@@ -1224,9 +1263,7 @@ def chain_inference_probe(p: Probe, op: str, case, use_autocast: bool, samples: 
                             y = layer(y)
                 return y
 
-            for _ in range(3):
-                timed(forward)
-            fwd_medians.append(statistics.median([timed(forward) for _ in range(samples)]))
+            fwd_medians.append(chain_median(timed, forward, samples))
     except Exception as exc:
         p.skip(f"layer_inference_{op}{suffix}", first_line(exc))
         return
@@ -1235,7 +1272,7 @@ def chain_inference_probe(p: Probe, op: str, case, use_autocast: bool, samples: 
     except Exception as exc:
         ops, extra["op_counts_skipped"] = None, first_line(exc)
     extra_forward = {"forward_ops": ops} if ops is not None else {}
-    where = "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
+    where = autocast_where(use_autocast)
     forward_s = max(0.0, least_squares_line(lengths, fwd_medians)[0])
     p.record(f"layer_inference_{op}{suffix}", [forward_s],
              f"per-layer slope of median forward time over chains of {lengths} tiny {op} layers {INFERENCE_METHOD}, "
@@ -1254,7 +1291,7 @@ def single_inference_probe(p: Probe, op: str, build, make_inputs, use_autocast: 
         if isinstance(fn, torch.nn.Module):
             fn.eval()
         inputs = [t.detach() for t in make_inputs()]
-        ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+        ctx = autocast_context(dev, use_autocast)
 
         def forward():
             with torch.inference_mode():
@@ -1268,7 +1305,7 @@ def single_inference_probe(p: Probe, op: str, build, make_inputs, use_autocast: 
     except Exception as exc:
         p.skip(key, first_line(exc))
         return
-    where = "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
+    where = autocast_where(use_autocast)
     p.record(key, fwd, f"one tiny {op} layer forward {INFERENCE_METHOD}, CUDA events, {where}")
 
 
@@ -1821,49 +1858,11 @@ def zero_grad_probes(p: Probe, n1: int, n2: int, small_numel: int, large_numel: 
 
 # ----------------------------------------------------------------------------- (d) sync, events
 
-def python_reference_work(n: int = 1000) -> int:
-    """Pure-Python work of the kinds a model's forward runs between its tensor ops: method calls
-    with keyword arguments, attribute and dict lookups, isinstance checks, small tuples. Its time
-    relates one host's Python speed to another's. The framework probe (calibrate/torch_framework_probe.py)
-    and the exporter (tools/roofsim_export/model_code.py) each hold this function, the same (tests/export
-    checks)."""
-    class Config:
-        hidden_size = 768
-        num_heads = 12
-        use_cache = False
-
-        def head_dim(self, scale=1):
-            return self.hidden_size // self.num_heads * scale
-
-    config = Config()
-    cache = {}
-    total = 0
-    for i in range(n):
-        heads = config.head_dim(scale=1)
-        if isinstance(heads, int) and not getattr(config, "use_cache", True):
-            cache[i & 31] = (heads, i)
-        shape = tuple(cache.get(j & 31, (0, 0))[0] for j in range(i, i + 3))
-        total += sum(shape) + len(cache)
-    return total
-
-
 # Calls of python_reference_work() after each group of a pass's figures: a shared host's Python speed
 # swings by 2x for minutes at a time (on one H200 run of 2026-12-01 all 93 calls of three passes' blocks
 # of 31 ran at 1.40 ms or slower, where the runs before reached 0.86), so the reference is sampled at
 # every moment of the probe's run, not in one block per pass.
 PYTHON_REFERENCE_CALLS_PER_GROUP = 3
-
-
-def python_reference_calls(calls: int) -> list[float]:
-    """Seconds of each of `calls` python_reference_work() calls, after one unmeasured call: this
-    host's Python speed now (no GPU work)."""
-    python_reference_work()
-    times = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        python_reference_work()
-        times.append(time.perf_counter() - t0)
-    return times
 
 
 def record_python_reference(p: Probe, samples_s: list[float], groups: int) -> None:

@@ -219,6 +219,19 @@ nlohmann::json with_kind(nlohmann::json j, const std::string& kind, int schema_v
     return out;
 }
 
+Calibration calibration_arg(const std::string& path, bool accept_partial) {
+    Calibration c = load_calibration(path, PartialProfile::accept);
+    if (!c.partial) return c;
+    if (!accept_partial) {
+        throw std::runtime_error(path + ": a partial calibration: roofsim-calibrate stopped before " + probes_not_run_text(c) +
+                                 " ran; calibrate again, or pass --accept-partial to use it as it is");
+    }
+    std::cerr << "roofsim: warning: " << path << " is a partial calibration (not run: " << probes_not_run_text(c)
+              << "): each figure it lacks is taken as for any figure a calibration does not hold (the datasheet's "
+                 "ceilings, the built-in kernel models)\n";
+    return c;
+}
+
 Ceilings ceilings_for(const GpuSpec& spec, const std::optional<Calibration>& calibration) {
     if (calibration && calibration->device.gpu_key == spec.key) return ceilings_from_calibration(*calibration, spec);
     if (calibration) {

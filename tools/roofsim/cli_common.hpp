@@ -111,6 +111,10 @@ struct ClusterOptions {
     [[nodiscard]] std::string describe(std::int64_t num_gpus) const;
 };
 
+/// The profile --calibration names. A partial one (from a calibration that stopped before all its
+/// probes ran) is an error naming the file and the probes it lacks, unless `accept_partial`
+/// (--accept-partial): then a warning on stderr, and its provenance says "partial".
+Calibration calibration_arg(const std::string& path, bool accept_partial);
 /// `j` with `kind` and `schema_version` first where it has no `kind` of its own.
 nlohmann::json with_kind(nlohmann::json j, const std::string& kind, int schema_version = 1);
 /// The ceilings for a GPU: from the calibration when it describes that GPU, else from the datasheet.

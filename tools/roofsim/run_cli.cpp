@@ -20,10 +20,10 @@ namespace {
 using namespace roofsim::cli;
 
 /// Runs the subcommand the command line chose, mapping its exceptions to exit codes.
-int run_parsed(const std::vector<Command>& commands, const std::string& calibration_path) {
+int run_parsed(const std::vector<Command>& commands, const std::string& calibration_path, bool accept_partial) {
     try {
         Context ctx;
-        if (!calibration_path.empty()) ctx.calibration = roofsim::load_calibration(calibration_path);
+        if (!calibration_path.empty()) ctx.calibration = calibration_arg(calibration_path, accept_partial);
         for (const auto& c : commands) {
             if (c.app->parsed()) c.run(ctx);
         }
@@ -81,6 +81,9 @@ int run_cli(int argc, char** argv) {
     std::string calibration_path;
     app.add_option("--calibration", calibration_path,
                    "Calibration profile (JSON) measured by roofsim-calibrate; replaces datasheet ceilings for its GPU");
+    bool accept_partial = false;
+    app.add_flag("--accept-partial", accept_partial,
+                 "Use a partial calibration (roofsim-calibrate interrupted before all its probes ran); refused without it");
     const std::vector<Command> commands = {add_specs_command(app), add_roofline_command(app), add_kernel_command(app),
                                            add_predict_command(app), add_validate_command(app),
                                            add_fit_kernels_command(app), add_compare_command(app), add_survey_command(app),
@@ -95,7 +98,7 @@ int run_cli(int argc, char** argv) {
         if (!report_unknown_subcommand(app, commands)) app.exit(e);
         return flushed(exit_usage);
     }
-    return flushed(run_parsed(commands, calibration_path));
+    return flushed(run_parsed(commands, calibration_path, accept_partial));
 }
 
 }  // namespace roofsim::cli

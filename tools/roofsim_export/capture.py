@@ -870,14 +870,37 @@ def _autocast(session: Session, emulation):
     return compat.autocast_cuda(session.precision.autocast)
 
 
-def _run_step(session: Session, spec: StepSpec, model, inputs, opt, scaler, emulation, record: bool):
-    if spec.inference:
-        _run_forward(session, spec, model, inputs, emulation, record)
-        return
+def _begin_pass(session: Session, record: bool) -> None:
+    """The session's state at the start of a step or forward, recorded or not."""
     session.recording = record
     session.stack.clear()
     session.bw_owner = None
     session.last_bw_known = None
+
+
+def _timed_forward(session: Session, context, forward):
+    """forward() inside `context`; in the recorded forward (session.clock set) the model's own code is
+    timed between its torch calls (model_code.py), with this host's Python speed just before the forward
+    and just after. Returns what forward() returns."""
+    torch_calls = (model_code.TorchCalls(session.clock, session.code_running, session.torch_call)
+                   if session.clock else contextlib.nullcontext())
+    if session.clock is not None:
+        session.references.extend(model_code.python_reference_calls(model_code.REFERENCE_CALLS))
+    with context:
+        with torch_calls:
+            out = forward()
+        if session.clock is not None:
+            session.clock.finish()
+    if session.clock is not None:
+        session.references.extend(model_code.python_reference_calls(model_code.REFERENCE_CALLS))
+    return out
+
+
+def _run_step(session: Session, spec: StepSpec, model, inputs, opt, scaler, emulation, record: bool):
+    if spec.inference:
+        _run_forward(session, spec, model, inputs, emulation, record)
+        return
+    _begin_pass(session, record)
     # zero_grad(set_to_none=True), as measure_pytorch.py's step
     if opt is not None:
         opt.zero_grad(set_to_none=True)
@@ -885,19 +908,7 @@ def _run_step(session: Session, spec: StepSpec, model, inputs, opt, scaler, emul
         for p in model.parameters():
             p.grad = None
     session.phase = "forward"
-    autocast = _autocast(session, emulation)
-    # the recorded forward: the model's own code timed between its torch calls (model_code.py)
-    torch_calls = (model_code.TorchCalls(session.clock, session.code_running, session.torch_call)
-                   if session.clock else contextlib.nullcontext())
-    if session.clock is not None:  # this host's Python speed, just before the forward and just after
-        session.references.extend(model_code.python_reference_calls(model_code.REFERENCE_CALLS))
-    with autocast:
-        with torch_calls:
-            loss = spec.loss_fn(model, inputs)
-        if session.clock is not None:
-            session.clock.finish()
-    if session.clock is not None:
-        session.references.extend(model_code.python_reference_calls(model_code.REFERENCE_CALLS))
+    loss = _timed_forward(session, _autocast(session, emulation), lambda: spec.loss_fn(model, inputs))
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
         raise ExportError("the loss is not a one-element tensor")
     if not loss.requires_grad:
@@ -941,28 +952,22 @@ def _run_forward(session: Session, spec: StepSpec, model, inputs, emulation, rec
     """Inference: one forward of the model (in eval()) under torch.no_grad() (the kernels
     torch.inference_mode() runs), and autocast where the precision mode has it; no loss, no backward,
     no optimizer. Its output is dropped."""
-    session.recording = record
-    session.stack.clear()
-    session.bw_owner = None
-    session.last_bw_known = None
+    _begin_pass(session, record)
     session.phase = "forward"
-    torch_calls = (model_code.TorchCalls(session.clock, session.code_running, session.torch_call)
-                   if session.clock else contextlib.nullcontext())
-    if session.clock is not None:  # this host's Python speed, just before the forward and just after
-        session.references.extend(model_code.python_reference_calls(model_code.REFERENCE_CALLS))
-    with torch.no_grad(), _autocast(session, emulation):
-        with torch_calls:
-            out = spec.loss_fn(model, inputs)
-        if session.clock is not None:
-            session.clock.finish()
-    if session.clock is not None:
-        session.references.extend(model_code.python_reference_calls(model_code.REFERENCE_CALLS))
+    out = _timed_forward(session, _no_grad_autocast(session, emulation), lambda: spec.loss_fn(model, inputs))
     del out
     session.stack.clear()
     session.pending.clear()  # no autograd node to claim: nothing runs after the forward
     session.claimed.clear()
     session.phase = None
     session.recording = False
+
+
+@contextlib.contextmanager
+def _no_grad_autocast(session: Session, emulation):
+    """torch.no_grad(), and autocast inside it where the precision mode has it (an inference forward)."""
+    with torch.no_grad(), _autocast(session, emulation):
+        yield
 
 
 def _grad_scaler_step(session: Session, opt, grads, scaler, fused: bool):

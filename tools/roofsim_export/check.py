@@ -68,12 +68,15 @@ def real_inputs(built, precision):
     return out
 
 
-def real_step(model, inputs, loss_fn, precision, optimizer, fused):
-    """Counts of (phase, aten op) of the second of two real steps, and its peak memory."""
+def _autocast(precision):
+    """torch.autocast on CUDA where the precision mode has it, else a null context."""
     mode = MODES[precision]
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = make_optimizer(optimizer, params, fused) if optimizer != "none" else None
-    scaler = torch.amp.GradScaler("cuda") if precision == "amp-fp16" else None
+    return torch.autocast("cuda", dtype=mode.autocast) if mode.autocast else contextlib.nullcontext()
+
+
+def _second_of_two(run):
+    """run(counter) twice under one op counter, counting only the second: its counts of (phase, aten op)
+    and its peak memory."""
     counter = _Count()
     with counter:
         for record in (False, True):
@@ -81,53 +84,57 @@ def real_step(model, inputs, loss_fn, precision, optimizer, fused):
             if record:
                 torch.cuda.reset_peak_memory_stats()
             counter.on = record
-            counter.phase = None
-            if opt is not None:
-                opt.zero_grad(set_to_none=True)
-            else:
-                for p in params:
-                    p.grad = None
-            counter.phase = "forward"
-            with torch.autocast("cuda", dtype=mode.autocast) if mode.autocast else contextlib.nullcontext():
-                loss = loss_fn(model, inputs)
-            if scaler is not None:
-                loss = scaler.scale(loss)
-            counter.phase = "backward"
-            loss.backward()
-            counter.phase = "optimizer"
-            if opt is not None:
-                if scaler is not None:
-                    scaler.step(opt)
-                    scaler.update()
-                else:
-                    opt.step()
-            counter.phase = None
-            del loss
+            run(counter)
     torch.cuda.synchronize()
-    peak = torch.cuda.max_memory_allocated()
+    return counter.counts, torch.cuda.max_memory_allocated()
+
+
+def real_step(model, inputs, loss_fn, precision, optimizer, fused):
+    """Counts of (phase, aten op) of the second of two real steps, and its peak memory."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = make_optimizer(optimizer, params, fused) if optimizer != "none" else None
+    scaler = torch.amp.GradScaler("cuda") if precision == "amp-fp16" else None
+
+    def step(counter):
+        counter.phase = None
+        if opt is not None:
+            opt.zero_grad(set_to_none=True)
+        else:
+            for p in params:
+                p.grad = None
+        counter.phase = "forward"
+        with _autocast(precision):
+            loss = loss_fn(model, inputs)
+        if scaler is not None:
+            loss = scaler.scale(loss)
+        counter.phase = "backward"
+        loss.backward()
+        counter.phase = "optimizer"
+        if opt is not None:
+            if scaler is not None:
+                scaler.step(opt)
+                scaler.update()
+            else:
+                opt.step()
+        counter.phase = None
+        del loss
+
+    counts, peak = _second_of_two(step)
     del opt
-    return counter.counts, peak
+    return counts, peak
 
 
 def real_forward(model, inputs, forward_fn, precision):
     """Inference: counts of (forward, aten op) of the second of two real forwards (model.eval(),
     torch.inference_mode(), autocast as the precision mode says), and its peak memory."""
-    mode = MODES[precision]
-    counter = _Count()
-    with counter:
-        for record in (False, True):
-            torch.cuda.synchronize()
-            if record:
-                torch.cuda.reset_peak_memory_stats()
-            counter.on = record
-            counter.phase = "forward"
-            with torch.inference_mode(), \
-                    torch.autocast("cuda", dtype=mode.autocast) if mode.autocast else contextlib.nullcontext():
-                out = forward_fn(model, inputs)
-            counter.phase = None
-            del out
-    torch.cuda.synchronize()
-    return counter.counts, torch.cuda.max_memory_allocated()
+    def forward(counter):
+        counter.phase = "forward"
+        with torch.inference_mode(), _autocast(precision):
+            out = forward_fn(model, inputs)
+        counter.phase = None
+        del out
+
+    return _second_of_two(forward)
 
 
 def ir_counts(doc) -> collections.Counter:

@@ -7,15 +7,7 @@
 # Usage (from the repository root): tools/validate/device-inference.sh [gpu-key]   (default h200-sxm)
 # Then: roofsim validate --measurements OUT/<gpu>-<date>-inference.json \
 #         --framework OUT/<gpu>-torch-<v>.json --exported OUT/exported
-set -u -o pipefail
-KEY=${1:-h200-sxm}
-OUT=${OUT:-validate-out}
-PY=${PYTHON:-python3}
-DATE=$(date -u +%Y-%m-%d)
-TORCH=$("$PY" -c "import torch; print('.'.join(torch.__version__.split('+')[0].split('.')[:2]))")
-mkdir -p "$OUT/exported"
-start=$SECONDS
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv | tee "$OUT/env.log"
+source "$(dirname "${BASH_SOURCE[0]}")/device-common.sh" "$@"
 
 echo "=== framework profile: inference figures ==="
 "$PY" calibrate/torch_framework_probe.py --add-inference-figures "data/framework/$KEY-torch-$TORCH.json" \
@@ -26,19 +18,10 @@ echo "=== inference measurements ($((SECONDS - start)) s) ==="
 
 [ "${EXPORT:-1}" = 1 ] || exit 0
 echo "=== exported inference IRs ($((SECONDS - start)) s) ==="
-export PYTHONPATH="$PWD/tools${PYTHONPATH:+:$PYTHONPATH}"
-export_case() {  # export_case CASE_FILE_STEM MODEL ARGS...
-  local stem=$1; shift
-  local t0=$SECONDS
-  "$PY" -m roofsim_export "$@" --mode inference --summary -o "$OUT/exported/$stem.json" > "$OUT/exported/$stem.log" 2>&1
-  local rc=$?
-  echo "$stem: exit $rc, $((SECONDS - t0)) s"
-  [ $rc -eq 0 ] || tail -5 "$OUT/exported/$stem.log"
-}
 for p in fp32 amp-bf16; do
-  export_case "vit-b-16_b1x224_${p}_inference" torchvision:vit_b_16 --batch 1 --precision $p
-  export_case "vit-b-16_b256x224_${p}_inference" torchvision:vit_b_16 --batch 256 --precision $p
-  export_case "resnet50_b1x224_${p}_inference" torchvision:resnet50 --batch 1 --precision $p
-  export_case "resnet50_b256x224_${p}_inference" torchvision:resnet50 --batch 256 --precision $p
+  export_case "vit-b-16_b1x224_${p}_inference" torchvision:vit_b_16 --batch 1 --precision $p --mode inference
+  export_case "vit-b-16_b256x224_${p}_inference" torchvision:vit_b_16 --batch 256 --precision $p --mode inference
+  export_case "resnet50_b1x224_${p}_inference" torchvision:resnet50 --batch 1 --precision $p --mode inference
+  export_case "resnet50_b256x224_${p}_inference" torchvision:resnet50 --batch 256 --precision $p --mode inference
 done
 echo "total wall $((SECONDS - start)) s"

@@ -6,15 +6,7 @@
 # Usage (from the repository root): tools/validate/device-validate.sh [gpu-key]   (default h200-sxm)
 # Then: roofsim validate --measurements OUT/<gpu>-<date>.json --framework OUT/<gpu>-torch-<v>.json \
 #         --exported OUT/exported
-set -u -o pipefail
-KEY=${1:-h200-sxm}
-OUT=${OUT:-validate-out}
-PY=${PYTHON:-python3}
-DATE=$(date -u +%Y-%m-%d)
-TORCH=$("$PY" -c "import torch; print('.'.join(torch.__version__.split('+')[0].split('.')[:2]))")
-mkdir -p "$OUT/exported"
-start=$SECONDS
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv | tee "$OUT/env.log"
+source "$(dirname "${BASH_SOURCE[0]}")/device-common.sh" "$@"
 "$PY" -c "import torch, sys; print('python', sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$OUT/env.log"
 
 echo "=== framework profile ==="
@@ -24,15 +16,6 @@ echo "=== validation measurements ==="
   --out "$OUT/$KEY-$DATE.json" 2>&1 | grep -vE "^\[ *[0-9.]+ s\]   " | tail -40
 
 echo "=== exported IRs of the model cases ==="
-export PYTHONPATH="$PWD/tools${PYTHONPATH:+:$PYTHONPATH}"
-export_case() {  # export_case CASE_FILE_STEM MODEL ARGS...
-  local stem=$1; shift
-  local t0=$SECONDS
-  "$PY" -m roofsim_export "$@" --summary -o "$OUT/exported/$stem.json" > "$OUT/exported/$stem.log" 2>&1
-  local rc=$?
-  echo "$stem: exit $rc, $((SECONDS - t0)) s"
-  [ $rc -eq 0 ] || tail -5 "$OUT/exported/$stem.log"
-}
 export_case resnet50_b32x224_amp-bf16 torchvision:resnet50 --batch 32 --precision amp-bf16 --optimizer sgd
 export_case resnet50_b128x224_amp-bf16 torchvision:resnet50 --batch 128 --precision amp-bf16 --optimizer sgd
 export_case resnet50_b64x224_fp32 torchvision:resnet50 --batch 64 --precision fp32 --optimizer sgd

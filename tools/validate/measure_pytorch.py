@@ -893,10 +893,16 @@ def steady_round(record: dict, device: torch.device, clock: Clock) -> None:
 
 # ----------------------------------------------------------------------------- model cases
 
+def model_size_tag(model: str, batch: int, size: int) -> tuple[str, str]:
+    """(the key a model case's size goes under, the id's batch and size part): "b32x224" for an image
+    size or input width, "b4xs1024" for a sequence length."""
+    size_key = {"resnet50": "image_size", "vit-b-16": "image_size", "mlp": "in_features"}.get(model, "seq_len")
+    return size_key, (f"b{batch}xs{size}" if size_key == "seq_len" else f"b{batch}x{size}")
+
+
 def model_cases(smoke: bool) -> list[dict]:
     def case(model, batch, size, mode, optimizer):
-        size_key = {"resnet50": "image_size", "vit-b-16": "image_size", "mlp": "in_features"}.get(model, "seq_len")
-        tag = f"b{batch}xs{size}" if size_key == "seq_len" else f"b{batch}x{size}"
+        size_key, tag = model_size_tag(model, batch, size)
         return {"id": f"{model}/{tag}/{mode}", "model": model, "batch": batch, size_key: size,
                 "precision": mode, "optimizer": optimizer}
 
@@ -1159,22 +1165,73 @@ def make_grad_scaler(device: torch.device):
     return torch.cuda.amp.GradScaler(), "torch.cuda.amp.GradScaler"
 
 
-def ready_model(spec: dict, device: torch.device, smoke: bool):
-    """A model case made ready to train (call it inside tf32_flags(spec["precision"])): seeded from
-    its id, built, on the device in its mode's parameter dtype, in train mode, its batch on the
-    device (floating inputs in bfloat16 in the pure-bf16 mode), its optimizer.
-    (seed, model, batch, loss_fn(model, batch) -> loss, info, optimizer, optimizer info)."""
+def placed_model(spec: dict, device: torch.device, smoke: bool, keys=None):
+    """A model case seeded from its id, built, on the device in its mode's parameter dtype, its batch
+    (the entries `keys` names, default all) on the device, floating inputs in bfloat16 in the pure-bf16
+    mode. (seed, model, batch, loss_fn(model, batch) -> loss, info)."""
     seed = case_seed(spec["id"])
     torch.manual_seed(seed)
     dtype = PRECISIONS[spec["precision"]][3]
     model, batch, loss_fn, info = build_model(spec, device, smoke)
     model.to(device=device, dtype=getattr(torch, dtype))
-    model.train()
-    batch = {k: v.to(device) for k, v in batch.items()}
+    batch = {k: batch[k].to(device) for k in (batch if keys is None else keys)}
     if dtype == "bfloat16":
         batch = {k: (v.to(torch.bfloat16) if v.is_floating_point() else v) for k, v in batch.items()}
+    return seed, model, batch, loss_fn, info
+
+
+def ready_model(spec: dict, device: torch.device, smoke: bool):
+    """A model case made ready to train (call it inside tf32_flags(spec["precision"])): placed_model in
+    train mode, with its optimizer.
+    (seed, model, batch, loss_fn(model, batch) -> loss, info, optimizer, optimizer info)."""
+    seed, model, batch, loss_fn, info = placed_model(spec, device, smoke)
+    model.train()
     opt, opt_info = make_optimizer(spec["optimizer"], model)
     return seed, model, batch, loss_fn, info, opt, opt_info
+
+
+def timed_region(clock: Clock, region) -> float:
+    """Seconds of region() on the clock, synchronized before; what it returns (a loss and its graph,
+    an output) is freed outside the timed region, before the next repetition."""
+    clock.sync()
+    clock.start()
+    result = region()
+    elapsed = clock.stop()
+    del result
+    return elapsed
+
+
+def require_autocast(mode: str, device: torch.device) -> None:
+    """Raises Skip where the mode's autocast does not switch on for this device type."""
+    if PRECISIONS[mode][2] is not None:
+        with autocast_ctx(mode, device.type):
+            if not autocast_enabled(device.type):
+                raise Skip(f"autocast {PRECISIONS[mode][2]} not active on {device.type}")
+
+
+def peak_memory(device: torch.device, run):
+    """(peak, baseline) bytes allocated over one run() on a CUDA device, the baseline being what is
+    allocated before it; (None, None) elsewhere. What run() returns is freed after the peak is read."""
+    if device.type != "cuda":
+        return None, None
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats(device)
+    baseline = torch.cuda.memory_allocated(device)
+    result = run()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated(device)
+    del result
+    return peak, baseline
+
+
+def sampled_steps(device: torch.device, clock: Clock, step, repeats: int):
+    """`repeats` timed steps, the host canaries before each: (canary, backward canary, step seconds)."""
+    canary_s, backward_canary_s, step_s = [], [], []
+    for _ in range(repeats):
+        canary_s.append(canary_seconds_per_op(device))
+        backward_canary_s.append(backward_canary_seconds_per_node(device))
+        step_s.append(timed_region(clock, step))
+    return canary_s, backward_canary_s, step_s
 
 
 def measure_model(spec: dict, device: torch.device, clock: Clock, args, target_s: float) -> dict:
@@ -1209,17 +1266,9 @@ def measure_model(spec: dict, device: torch.device, clock: Clock, args, target_s
             optimizer_step()
 
         def timed(region) -> float:
-            clock.sync()
-            clock.start()
-            result = region()
-            elapsed = clock.stop()
-            del result  # a returned loss (and its graph) is freed outside the timed region
-            return elapsed
+            return timed_region(clock, region)
 
-        if PRECISIONS[mode][2] is not None:
-            with autocast_ctx(mode, device.type):
-                if not autocast_enabled(device.type):
-                    raise Skip(f"autocast {PRECISIONS[mode][2]} not active on {device.type}")
+        require_autocast(mode, device)
 
         warmup = max(1, args.model_warmup)
         wall0 = time.perf_counter()
@@ -1236,22 +1285,11 @@ def measure_model(spec: dict, device: torch.device, clock: Clock, args, target_s
             step_walls_s.append(time.perf_counter() - wall0)
         step_wall_s = min(step_walls_s)  # the first steps pay one-time set-up
 
-        peak = baseline = None
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats(device)
-            baseline = torch.cuda.memory_allocated(device)
-            step()
-            torch.cuda.synchronize()
-            peak = torch.cuda.max_memory_allocated(device)
+        peak, baseline = peak_memory(device, step)
 
         # The four phases cost about 2.5 steps per repetition; fewer repetitions if that is too slow.
         repeats = min(args.model_repeats, max(3, int(target_s / max(2.5 * step_wall_s, 1e-9))))
-        canary_s, backward_canary_s, step_s = [], [], []
-        for _ in range(repeats):
-            canary_s.append(canary_seconds_per_op(device))
-            backward_canary_s.append(backward_canary_seconds_per_node(device))
-            step_s.append(timed(step))
+        canary_s, backward_canary_s, step_s = sampled_steps(device, clock, step, repeats)
 
         forward_s = []
         for _ in range(repeats):
@@ -1298,10 +1336,9 @@ def inference_model_cases(smoke: bool) -> list[dict]:
     """The --mode inference model list: the training cases' models at batch 1 and a large batch, in
     fp32 and amp-bf16; ids as the training ones with "/inference" appended."""
     def cases(model, size, batches, modes):
-        size_key = {"resnet50": "image_size", "vit-b-16": "image_size", "mlp": "in_features"}.get(model, "seq_len")
         out = []
         for batch in batches:
-            tag = f"b{batch}xs{size}" if size_key == "seq_len" else f"b{batch}x{size}"
+            size_key, tag = model_size_tag(model, batch, size)
             for mode in modes:
                 out.append({"id": f"{model}/{tag}/{mode}/inference", "model": model, "batch": batch,
                             size_key: size, "precision": mode, "optimizer": "none", "mode": "inference"})
@@ -1332,16 +1369,9 @@ def ready_inference_model(spec: dict, device: torch.device, smoke: bool):
     id, built as the training cases build it, on the device in its mode's parameter dtype, in eval
     mode, the inputs its forward takes on the device (labels dropped).
     (seed, model, batch, fn(model, batch) -> output, info)."""
-    seed = case_seed(spec["id"])
-    torch.manual_seed(seed)
-    dtype = PRECISIONS[spec["precision"]][3]
     forward_fn, keys, call = inference_forward(spec)
-    model, batch, _, info = build_model(spec, device, smoke)
-    model.to(device=device, dtype=getattr(torch, dtype))
+    seed, model, batch, _, info = placed_model(spec, device, smoke, keys)
     model.eval()
-    batch = {k: batch[k].to(device) for k in keys}
-    if dtype == "bfloat16":
-        batch = {k: (v.to(torch.bfloat16) if v.is_floating_point() else v) for k, v in batch.items()}
     info.pop("loss", None)
     info.update({"call": call, "module_mode": "eval", "grad_mode": "torch.inference_mode()"})
     return seed, model, batch, forward_fn, info
@@ -1360,18 +1390,7 @@ def measure_inference_model(spec: dict, device: torch.device, clock: Clock, args
             with torch.inference_mode(), autocast_ctx(mode, device.type):
                 return forward_fn(model, batch)
 
-        def timed(region) -> float:
-            clock.sync()
-            clock.start()
-            result = region()
-            elapsed = clock.stop()
-            del result  # the output is freed outside the timed region, before the next repetition
-            return elapsed
-
-        if PRECISIONS[mode][2] is not None:
-            with autocast_ctx(mode, device.type):
-                if not autocast_enabled(device.type):
-                    raise Skip(f"autocast {PRECISIONS[mode][2]} not active on {device.type}")
+        require_autocast(mode, device)
 
         warmup = max(1, args.model_warmup)
         step_walls_s, output = [], None
@@ -1388,15 +1407,7 @@ def measure_inference_model(spec: dict, device: torch.device, clock: Clock, args
             del out
         step_wall_s = min(step_walls_s)  # the first steps pay one-time set-up
 
-        peak = baseline = None
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats(device)
-            baseline = torch.cuda.memory_allocated(device)
-            out = forward()
-            torch.cuda.synchronize()
-            peak = torch.cuda.max_memory_allocated(device)
-            del out
+        peak, baseline = peak_memory(device, forward)
 
         # What the two canaries before each sample cost, so the repetitions fit the budget.
         wall0 = time.perf_counter()
@@ -1410,11 +1421,7 @@ def measure_inference_model(spec: dict, device: torch.device, clock: Clock, args
         if args.short_step_repeats is not None and step_wall_s < INFERENCE_SHORT_STEP_SECONDS:
             most = max(most, args.short_step_repeats)
         repeats = min(most, max(3, int(target_s / max(step_wall_s + canary_wall_s, 1e-9))))
-        canary_s, backward_canary_s, step_s = [], [], []
-        for _ in range(repeats):
-            canary_s.append(canary_seconds_per_op(device))
-            backward_canary_s.append(backward_canary_seconds_per_node(device))
-            step_s.append(timed(forward))
+        canary_s, backward_canary_s, step_s = sampled_steps(device, clock, forward, repeats)
 
     record = dict(spec)
     record.update({

@@ -206,8 +206,9 @@ struct CollectiveRecord {
     double bus_bytes_per_second = 0.0;
 };
 
-/// Why a figure is absent from a profile.
-enum class MissingReason { failed, unsupported, skipped, not_built, timed_out };
+/// Why a figure is absent from a profile. not_run: the calibration stopped (interrupted, or at a
+/// probe that hung) before this probe's turn; only a partial profile lists it.
+enum class MissingReason { failed, unsupported, skipped, not_built, timed_out, not_run };
 [[nodiscard]] constexpr std::string_view to_string(MissingReason r) {
     switch (r) {
         case MissingReason::failed: return "failed";
@@ -215,12 +216,13 @@ enum class MissingReason { failed, unsupported, skipped, not_built, timed_out };
         case MissingReason::skipped: return "skipped";
         case MissingReason::not_built: return "not-built";
         case MissingReason::timed_out: return "timed-out";
+        case MissingReason::not_run: return "not-run";
     }
     return "?";
 }
 [[nodiscard]] inline std::optional<MissingReason> missing_reason_from_key(std::string_view k) {
     for (MissingReason r : {MissingReason::failed, MissingReason::unsupported, MissingReason::skipped,
-                            MissingReason::not_built, MissingReason::timed_out})
+                            MissingReason::not_built, MissingReason::timed_out, MissingReason::not_run})
         if (to_string(r) == k) return r;
     return std::nullopt;
 }
@@ -276,6 +278,11 @@ struct Calibration {
     std::vector<CollectiveRecord> collectives;
 
     std::vector<MissingFigure> missing;
+
+    /// True for what a calibration that stopped before all its probes ran wrote (interrupted by a
+    /// signal, or stopped at a probe that hung): the probes it did not run are in `missing` as
+    /// not_run. Loaders refuse such a profile unless asked to accept it (PartialProfile).
+    bool partial = false;
 
     /// Set for a profile derived by rules rather than measured (profile/derive.hpp).
     std::optional<Derivation> derivation;
@@ -396,8 +403,15 @@ inline void validate(const Calibration& c) {
                 "values must be positive");
         detail::validate_measurement(r.seconds, w + "/seconds");
     }
-    for (std::size_t i = 0; i < c.missing.size(); ++i)
+    bool not_run = false;
+    for (std::size_t i = 0; i < c.missing.size(); ++i) {
         require(!c.missing[i].figure.empty(), "missing/" + std::to_string(i), "figure must be named");
+        if (c.missing[i].reason == MissingReason::not_run) {
+            require(c.partial, "missing/" + std::to_string(i) + "/reason", "not-run is listed only by a partial profile");
+            not_run = true;
+        }
+    }
+    require(!c.partial || not_run, "partial", "a partial profile lists the probes it did not run (reason not-run)");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -466,7 +480,23 @@ inline void validate(const Calibration& c) {
     return std::any_of(c.missing.begin(), c.missing.end(), [&](const MissingFigure& m) { return m.figure == figure; });
 }
 
-/// One line of provenance: "measured on NVIDIA H200, 2026-11-29, roofsim-calibrate 0.1.0".
+/// The probes a partial profile did not run (its not_run entries), in the order it lists them.
+[[nodiscard]] inline std::vector<std::string> probes_not_run(const Calibration& c) {
+    std::vector<std::string> out;
+    for (const auto& m : c.missing)
+        if (m.reason == MissingReason::not_run) out.push_back(m.figure);
+    return out;
+}
+
+/// probes_not_run joined by ", ": "gemm_sweep, conv_sweep".
+[[nodiscard]] inline std::string probes_not_run_text(const Calibration& c) {
+    std::string s;
+    for (const auto& p : probes_not_run(c)) s += (s.empty() ? "" : ", ") + p;
+    return s;
+}
+
+/// One line of provenance: "measured on NVIDIA H200, 2026-11-29, roofsim-calibrate 0.1.0", with
+/// " (partial; not run: gemm_sweep, conv_sweep)" after it for a partial profile.
 /// A derived profile's: "derived from <the reference's line> by rules D1-D7".
 [[nodiscard]] inline std::string provenance(const Calibration& c) {
     if (c.derivation) {
@@ -481,6 +511,7 @@ inline void validate(const Calibration& c) {
     std::string s = "measured on " + c.device.name;
     if (!date.empty()) s += ", " + date;
     s += ", roofsim-calibrate " + (c.device.tool_version.empty() ? std::string("?") : c.device.tool_version);
+    if (c.partial) s += " (partial; not run: " + probes_not_run_text(c) + ")";
     return s;
 }
 

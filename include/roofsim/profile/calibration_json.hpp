@@ -267,6 +267,7 @@ inline nlohmann::json ceiling_json(const ComputeCeiling& c) {
                 {"collectives", coll},
                 {"missing", miss}};
     if (c.l2_to_dram_step_bytes) out["l2_to_dram_step_bytes"] = *c.l2_to_dram_step_bytes;
+    if (c.partial) out["partial"] = true;  // written only where true: a complete profile has no key
     if (c.derivation) {
         out["derivation"] = {{"reference_key", c.derivation->reference_key}, {"reference", c.derivation->reference},
                              {"rules", c.derivation->rules}};
@@ -562,6 +563,11 @@ inline void read_missing(const JsonCursor& root, Calibration& c) {
     }
 }
 
+/// Whether the profile is partial (Calibration::partial); absent means complete.
+inline void read_partial(const JsonCursor& root, Calibration& c) {
+    if (root.has("partial")) c.partial = root.at("partial").boolean();
+}
+
 /// A derived profile's origin (profile/derive.hpp), where the file has one.
 inline void read_derivation(const JsonCursor& root, Calibration& c) {
     if (!root.has("derivation")) return;
@@ -577,8 +583,14 @@ inline void read_derivation(const JsonCursor& root, Calibration& c) {
 
 }  // namespace detail
 
+/// Whether a loader takes a partial profile (Calibration::partial), one that a calibration that
+/// stopped early wrote: refused by default, since its missing figures would come from elsewhere.
+enum class PartialProfile { refuse, accept };
+
 /// Parses and validates a profile; `origin` (usually the file name) prefixes every error message.
-[[nodiscard]] inline Calibration calibration_from_json(const nlohmann::json& json, std::string_view origin) {
+/// A partial profile is an error naming the probes it did not run unless `partial` is accept.
+[[nodiscard]] inline Calibration calibration_from_json(const nlohmann::json& json, std::string_view origin,
+                                                       PartialProfile partial = PartialProfile::refuse) {
     using detail::JsonCursor;
     (void)JsonCursor(json, std::string(origin), "").object();
     Calibration c;
@@ -593,18 +605,25 @@ inline void read_derivation(const JsonCursor& root, Calibration& c) {
     detail::read_memcpy(root, c);
     detail::read_collectives(root, c);
     detail::read_missing(root, c);
+    detail::read_partial(root, c);
     detail::read_derivation(root, c);
     try {
         validate(c);
     } catch (const std::exception& e) {
         throw std::runtime_error(std::string(origin) + ": " + e.what());
     }
+    if (c.partial && partial == PartialProfile::refuse) {
+        throw std::runtime_error(std::string(origin) + ": a partial calibration: it stopped before " +
+                                 probes_not_run_text(c) + " ran; load it with PartialProfile::accept to use it anyway");
+    }
     return c;
 }
 
-/// Reads, parses and validates a profile file. Errors name the file and the JSON key path.
-[[nodiscard]] inline Calibration load_calibration(const std::filesystem::path& path) {
-    return calibration_from_json(detail::read_json_file(path), path.filename().string());
+/// Reads, parses and validates a profile file. Errors name the file and the JSON key path; a partial
+/// profile is refused unless `partial` is accept.
+[[nodiscard]] inline Calibration load_calibration(const std::filesystem::path& path,
+                                                  PartialProfile partial = PartialProfile::refuse) {
+    return calibration_from_json(detail::read_json_file(path), path.filename().string(), partial);
 }
 
 /// Writes the profile atomically: validate, write a temporary file in the same directory, flush,

@@ -99,4 +99,52 @@ inline void write_file_atomically(const std::filesystem::path& path, std::string
     }
 }
 
+namespace detail {
+
+/// Why no file can be created in `dir` (it does not exist, is no directory, or refuses a new file),
+/// or empty where one can. Tried by creating a hidden temporary file there and removing it.
+[[nodiscard]] inline std::string directory_problem(const std::filesystem::path& dir) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::file_status status = fs::status(dir, ec);
+    if (!fs::exists(status)) return "the directory " + dir.string() + " does not exist";
+    if (!fs::is_directory(status)) return dir.string() + " is not a directory";
+    std::random_device rng;
+    const fs::path probe = dir / (".roofsim-write-check-" + std::to_string(rng()));
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        const int error = errno;
+        return "cannot create a file in " + dir.string() + ": " + std::strerror(error);
+    }
+    ::close(fd);
+    ::unlink(probe.c_str());
+    return {};
+}
+
+}  // namespace detail
+
+/// Throws std::runtime_error naming `dir` where no file can be created in it: missing, not a
+/// directory, or not writable.
+inline void check_writable_directory(const std::filesystem::path& dir) {
+    if (const std::string problem = detail::directory_problem(dir); !problem.empty()) {
+        throw std::runtime_error(dir.string() + ": " + problem);
+    }
+}
+
+/// Throws std::runtime_error naming `path` where write_file_atomically(path, ...) is bound to fail:
+/// its directory missing, not a directory or not writable, or the path (a symbolic link followed)
+/// naming something other than a regular file, a directory say. An existing file at `path` is left
+/// as it is.
+inline void check_writable_file(const std::filesystem::path& path) {
+    namespace fs = std::filesystem;
+    const auto fail = [&](const std::string& what) { throw std::runtime_error(path.string() + ": " + what); };
+    const fs::path target = detail::resolve_links(path);
+    std::error_code ec;
+    const fs::file_status status = fs::status(target, ec);
+    if (fs::is_directory(status)) fail("is a directory, not a file");
+    if (fs::exists(status) && !fs::is_regular_file(status)) fail("is not a regular file");
+    const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    if (const std::string problem = detail::directory_problem(dir); !problem.empty()) fail(problem);
+}
+
 }  // namespace roofsim
