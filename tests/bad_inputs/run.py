@@ -185,6 +185,9 @@ def main():
     for case in catalogue["cases"]:
         if args.only and case["id"] not in args.only:
             continue
+        if "stdout" in case and not os.path.exists(case["stdout"]):
+            print("skipped: %s: no %s here" % (case["id"], case["stdout"]))
+            continue
         try:
             code, stdout, stderr, folder = run_case(case, catalogue.get("bases", {}), roofsim, source, work)
         except (OSError, ValueError, KeyError, IndexError, subprocess.TimeoutExpired) as e:
