@@ -5,7 +5,7 @@ Each case is a command line, the files it reads (written to a fresh folder first
 do: its exit code (1: bad input or data, 2: usage), a regular expression its standard error must
 match, nothing on standard output, and no crash. Every failing case is reported by its id.
 
-  run.py --roofsim PATH --source DIR [--catalogue FILE] [--work DIR] [--only ID...] [--record]
+  run.py --roofsim PATH --source DIR [--catalogue FILE] [--work DIR] [--only ID...] [--record] [--jobs N]
 
 --record prints what each case does instead of checking it.
 
@@ -20,6 +20,7 @@ readers cannot hold). A pointer ending in "/-" appends to an array.
 """
 
 import argparse
+import concurrent.futures
 import copy
 import json
 import os
@@ -168,6 +169,7 @@ def main():
     parser.add_argument("--work")
     parser.add_argument("--only", nargs="*")
     parser.add_argument("--record", action="store_true")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="cases run at once")
     parser.add_argument("--least", type=int, default=150, help="the fewest cases the catalogue may hold")
     args = parser.parse_args()
     with open(args.catalogue, encoding="utf-8") as f:
@@ -182,18 +184,27 @@ def main():
     source = os.path.abspath(args.source)
     roofsim = os.path.abspath(args.roofsim)
     failed = []
-    for case in catalogue["cases"]:
-        if args.only and case["id"] not in args.only:
-            continue
-        if "stdout" in case and not os.path.exists(case["stdout"]):
-            print("skipped: %s: no %s here" % (case["id"], case["stdout"]))
-            continue
+    chosen = [c for c in catalogue["cases"] if not args.only or c["id"] in args.only]
+
+    def attempt(case):
         try:
-            code, stdout, stderr, folder = run_case(case, catalogue.get("bases", {}), roofsim, source, work)
+            return run_case(case, catalogue.get("bases", {}), roofsim, source, work), None
         except (OSError, ValueError, KeyError, IndexError, subprocess.TimeoutExpired) as e:
-            print("FAIL: %s: could not run: %r" % (case["id"], e))
+            return None, e
+
+    runnable = [c for c in chosen if "stdout" not in c or os.path.exists(c["stdout"])]
+    for case in chosen:
+        if case not in runnable:
+            print("skipped: %s: no %s here" % (case["id"], case["stdout"]))
+    # the cases in parallel (each its own process and folder), reported in catalogue order
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        outcomes = list(pool.map(attempt, runnable))
+    for case, (result, error) in zip(runnable, outcomes):
+        if error is not None:
+            print("FAIL: %s: could not run: %r" % (case["id"], error))
             failed.append(case["id"])
             continue
+        code, stdout, stderr, folder = result
         if args.record:
             print("%s: exit %d\n  stderr: %s\n  stdout: %s" % (case["id"], code, stderr.strip().replace("\n", "\n          "),
                                                                 stdout.strip()[:300].replace("\n", "\n          ")))
@@ -208,7 +219,7 @@ def main():
             shutil.rmtree(folder, ignore_errors=True)
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
-    ran = len(args.only) if args.only else len(catalogue["cases"])
+    ran = len(runnable)
     print("%d cases, %d failed%s" % (ran, len(failed), (": " + ", ".join(failed)) if failed else ""))
     return 1 if failed or faults else 0
 
