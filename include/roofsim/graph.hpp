@@ -178,7 +178,7 @@ namespace detail {
 inline AttrValue attr_from_json(const JsonCursor& c) {
     const nlohmann::json& v = c.json();
     if (v.is_boolean()) return v.get<bool>();
-    if (v.is_number_integer()) return v.get<std::int64_t>();
+    if (v.is_number_integer()) return c.integer();
     if (v.is_number()) return c.number();
     if (v.is_string()) return v.get<std::string>();
     if (!v.is_array()) c.fail("an attribute is an integer, number, boolean, string or list of integers");

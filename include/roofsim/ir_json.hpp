@@ -56,11 +56,7 @@ namespace detail {
 
 /// Refuses members of an object that the format does not define.
 inline void check_fields(const JsonCursor& c, std::initializer_list<std::string_view> known) {
-    for (const auto& [key, value] : c.object().items()) {
-        bool ok = false;
-        for (auto k : known) ok = ok || k == key;
-        if (!ok) c.at(key).fail("unknown field (docs/ir-format.md lists the fields)");
-    }
+    c.check_fields(known, "docs/ir-format.md");
 }
 
 /// [h, w] of integers >= `least`, or `fallback` when absent.
@@ -69,7 +65,7 @@ inline std::array<std::int64_t, 2> pair_field(const JsonCursor& c, std::string_v
     if (!c.has(key)) return fallback;
     const JsonCursor v = c.at(key);
     if (v.json().is_array() && v.json().size() == 2 && v.json()[0].is_number_integer() && v.json()[1].is_number_integer()) {
-        const std::array<std::int64_t, 2> out{v.json()[0].get<std::int64_t>(), v.json()[1].get<std::int64_t>()};
+        const std::array<std::int64_t, 2> out{v.at(0).integer(), v.at(1).integer()};
         if (out[0] >= least && out[1] >= least) return out;
     }
     v.fail("expected [h, w] of integers >= " + std::to_string(least) + ", got " + v.json().dump());
@@ -178,6 +174,14 @@ inline void check_shape_sizes(const JsonCursor& c, const Kernel& k) {
     }
 }
 
+/// A count of bytes: >= 0 and at most 2^63, what PyTorch's int64 sizes can count (a larger one is a
+/// corrupt file, and sums of them would reach infinity).
+inline double byte_count(const JsonCursor& c) {
+    const double v = c.non_negative();
+    if (v > 0x1p63) c.fail("more bytes than a 64-bit size counts, got " + JsonCursor::format(v));
+    return v;
+}
+
 inline std::string optional_string(const JsonCursor& c, std::string_view key) {
     return c.has(key) ? c.at(key).string() : std::string();
 }
@@ -207,8 +211,8 @@ inline Kernel kernel_from_json(const JsonCursor& c) {
         k.unit = *u;
     }
     if (c.has("flops")) k.flops = Flops(c.at("flops").non_negative());
-    if (c.has("bytes_read")) k.bytes_read = Bytes(c.at("bytes_read").non_negative());
-    if (c.has("bytes_written")) k.bytes_written = Bytes(c.at("bytes_written").non_negative());
+    if (c.has("bytes_read")) k.bytes_read = Bytes(byte_count(c.at("bytes_read")));
+    if (c.has("bytes_written")) k.bytes_written = Bytes(byte_count(c.at("bytes_written")));
     int shapes = 0;
     if (c.has("gemm")) { k.dims = gemm_dims_from_json(c.at("gemm")); ++shapes; }
     if (c.has("conv")) { k.dims = conv_dims_from_json(c.at("conv")); ++shapes; }
@@ -302,10 +306,10 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
         const JsonCursor m = root.at("memory");
         detail::check_fields(m, {"parameters_bytes", "gradients_bytes", "optimizer_state_bytes", "peak_bytes", "method"});
         IrMemory mem;
-        mem.parameters = Bytes(m.at("parameters_bytes").non_negative());
-        mem.gradients = Bytes(m.at("gradients_bytes").non_negative());
-        mem.optimizer_state = Bytes(m.at("optimizer_state_bytes").non_negative());
-        mem.peak = Bytes(m.at("peak_bytes").non_negative());
+        mem.parameters = Bytes(detail::byte_count(m.at("parameters_bytes")));
+        mem.gradients = Bytes(detail::byte_count(m.at("gradients_bytes")));
+        mem.optimizer_state = Bytes(detail::byte_count(m.at("optimizer_state_bytes")));
+        mem.peak = Bytes(detail::byte_count(m.at("peak_bytes")));
         mem.method = m.at("method").string();
         ir.memory = mem;
     }
@@ -326,8 +330,11 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
     const std::size_t n = kernels.array_size();
     if (n == 0) kernels.fail("no kernels");
     ir.list.kernels.reserve(n);
+    double flops = 0;
     for (std::size_t i = 0; i < n; ++i) {
         ir.list.kernels.push_back(detail::kernel_from_json(kernels.at(i)));
+        flops += ir.list.kernels.back().flops.value();
+        if (!std::isfinite(flops)) kernels.at(i).at("flops").fail("the kernels' FLOPs add up to more than a double holds");
         // an inference forward has no backward and no optimizer step
         if (ir.list.mode == StepMode::inference && ir.list.kernels.back().phase != Phase::forward) {
             kernels.at(i).at("phase").fail("an inference IR (mode \"inference\") holds forward kernels only");

@@ -319,6 +319,12 @@ void run_predict(PredictOptions& o, const Context& ctx) {
     if (o.gpu.empty()) {
         if (!calibration || calibration->device.gpu_key.empty()) throw UsageError("predict needs --gpu KEY");
         o.gpu = calibration->device.gpu_key;
+        // a key read from a file is bad data, not a bad option
+        try {
+            (void)gpu_or_throw(o.gpu);
+        } catch (const std::invalid_argument& e) {
+            throw std::runtime_error(std::string("the calibration's /device/gpu_key: ") + e.what());
+        }
     }
     const auto& spec = gpu_arg(o.gpu);
     auto options = predict_options(o);

@@ -14,6 +14,7 @@ namespace {
 struct RooflineOptions {
     std::string gpus, unit, svg;
     bool json = false;
+    CLI::Option* gpu_option = nullptr;
 };
 
 nlohmann::json roofline_json(const Ceilings& c, const std::vector<ComputeUnit>& units) {
@@ -96,6 +97,7 @@ std::vector<ComputeUnit> units_shown(const std::vector<ComputeUnit>& asked, std:
 
 void run_roofline(const RooflineOptions& o, const Context& ctx) {
     std::vector<std::string> keys = split_list(o.gpus);
+    if (keys.empty() && o.gpu_option->count() > 0) throw UsageError("--gpu: no GPU given");
     if (keys.empty() && ctx.calibration && !ctx.calibration->device.gpu_key.empty()) keys = {ctx.calibration->device.gpu_key};
     if (keys.empty()) keys = seed_gpus;
     std::vector<ComputeUnit> asked;
@@ -132,7 +134,7 @@ void run_roofline(const RooflineOptions& o, const Context& ctx) {
 Command add_roofline_command(CLI::App& app) {
     auto o = std::make_shared<RooflineOptions>();
     auto* cmd = app.add_subcommand("roofline", "Roofline ceilings and ridge points of one or more GPUs");
-    cmd->add_option("--gpu", o->gpus, "GPU key, or comma-separated keys (default: rtx-3090, rtx-a6000, A100s, H100, H200)");
+    o->gpu_option = cmd->add_option("--gpu", o->gpus, "GPU key, or comma-separated keys (default: rtx-3090, rtx-a6000, A100s, H100, H200)");
     cmd->add_option("--unit", o->unit,
                     "One compute unit's ceiling (not a PyTorch precision mode): fp64, fp32, tf32, fp16, bf16, fp8, int8, "
                     "or a key such as fp16-cuda, fp16-fp16acc-tensor");

@@ -14,6 +14,7 @@ namespace {
 struct SpecsOptions {
     std::string gpu;
     bool json = false;
+    CLI::Option* gpu_option = nullptr;
 };
 
 void print_spec_table(std::ostream& out) {
@@ -79,6 +80,7 @@ void print_spec_detail(const GpuSpec& g, std::ostream& out) {
 
 void run_specs(const SpecsOptions& o) {
     std::ostringstream table;
+    if (o.gpu_option->count() > 0 && o.gpu.empty()) throw UsageError("--gpu: no GPU given");
     if (!o.gpu.empty()) {
         const auto& g = gpu_arg(o.gpu);
         if (o.json) std::cout << with_kind(to_json(g), "roofsim-gpu-spec").dump(2) << '\n';
@@ -98,7 +100,7 @@ void run_specs(const SpecsOptions& o) {
 Command add_specs_command(CLI::App& app) {
     auto o = std::make_shared<SpecsOptions>();
     auto* cmd = app.add_subcommand("specs", "List the built-in GPU datasheet specifications");
-    cmd->add_option("--gpu", o->gpu, "One GPU by key or nvidia-smi name: all figures with their sources");
+    o->gpu_option = cmd->add_option("--gpu", o->gpu, "One GPU by key or nvidia-smi name: all figures with their sources");
     cmd->add_flag("--json", o->json, "Print JSON (kind roofsim-specs, or roofsim-gpu-spec with --gpu: the spec file format, display units)");
     return {cmd, [o](const Context&) { run_specs(*o); }};
 }

@@ -33,6 +33,7 @@ constexpr std::string_view reference_gpu = "rtx-a6000";
 struct SurveyOptions {
     std::string gpus;
     bool json = false, csv = false;
+    CLI::Option* gpu_option = nullptr;
 };
 
 struct Row {
@@ -83,7 +84,7 @@ std::vector<Row> survey(const std::vector<std::string>& keys) {
 std::string gib(Bytes b) { return format_number("%.1f", to_gib(b)); }
 
 void run_survey(const SurveyOptions& o) {
-    const std::vector<std::string> keys = o.gpus.empty() ? seed_gpus : split_list(o.gpus);
+    const std::vector<std::string> keys = o.gpu_option->count() == 0 ? seed_gpus : split_list(o.gpus);
     if (keys.empty()) throw UsageError("--gpu: no GPU given");
     const std::vector<Row> rows = survey(keys);
     if (o.json) {
@@ -162,7 +163,7 @@ Command add_survey_command(CLI::App& app) {
     auto* cmd = app.add_subcommand("survey",
                                    "The seed comparison (scripts/run): ResNet-50, BERT-large and GPT-2 small training on the seed GPUs at "
                                    "each one's largest batch, against the RTX A6000, and scaling to 2, 4 and 8 GPUs");
-    cmd->add_option("--gpu", o->gpus,
+    o->gpu_option = cmd->add_option("--gpu", o->gpus,
                     "GPU keys, comma-separated (default: rtx-3090, rtx-a6000, a100-40gb-sxm, a100-80gb-sxm, h100-sxm, h200-sxm)");
     auto* json = cmd->add_flag("--json", o->json, "Print JSON (kind roofsim-survey)");
     auto* csv = cmd->add_flag("--csv", o->csv, "Print CSV, one row per workload and GPU");

@@ -300,7 +300,7 @@ void run_validate_file(const ValidateOptions& o, const Context& context, std::os
     if (o.measurements.empty()) throw UsageError(
         "validate needs one of: --measurements FILE, --runs FILE, --kernels DIR, --ddp FILE..., --max-batch FILE, --throughputs FILE");
     const ValidationSet set = load_validation(o.measurements);
-    const auto& spec = gpu_arg(set.gpu_key);
+    const auto& spec = gpu_or_throw(set.gpu_key);
     const auto& calibration = context.calibration;
     const Calibration* measured =
         calibration && calibration->device.gpu_key == spec.key ? &*calibration : find_builtin_calibration(spec.key);

@@ -55,7 +55,7 @@ inline std::vector<double> numbers_in_list(const std::string& text) {  // "81960
     if (root.at("schema_version").integer() != 1) root.at("schema_version").fail("expected 1");
     DdpRun run;
     run.gpu_key = root.at("gpu").at("key").string();
-    run.world = static_cast<int>(root.at("world_size").positive_integer());
+    run.world = root.at("world_size").positive_int32();
     run.origin = path.filename().string() + ": " + std::to_string(run.world) + " x " + root.at("gpu").at("name").string() +
                  ", torch " + root.at("software").at("torch").string() + ", " + root.at("date_utc").string();
     const auto cases = root.at("model_cases");
@@ -64,7 +64,7 @@ inline std::vector<double> numbers_in_list(const std::string& text) {  // "81960
         DdpCase d;
         d.step = detail::model_case(c);
         if (!d.step.in_zoo) c.at("model").fail("not a zoo model");
-        d.world = static_cast<int>(c.at("world_size").positive_integer());
+        d.world = c.at("world_size").positive_int32();
         if (d.world != run.world) c.at("world_size").fail("differs from the file's world_size");
         const auto values = c.at("step_seconds").at("values");
         for (std::size_t k = 0; k < values.array_size(); ++k) d.step_samples.push_back(values.at(k).positive());

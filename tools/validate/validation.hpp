@@ -111,6 +111,14 @@ struct ValidationSet {
 
 namespace detail {
 
+/// A measured time: positive and at least a nanosecond, below any timer's resolution (5e-324 s would
+/// turn the error, predicted / measured - 1, into infinity).
+inline double measured_seconds(const JsonCursor& c) {
+    const double v = c.positive();
+    if (v < 1e-9) c.fail("below a nanosecond, no measured time: " + JsonCursor::format(v));
+    return v;
+}
+
 inline ValidationCase layer_case(const JsonCursor& c) {
     ValidationCase v;
     v.id = c.at("id").string();
@@ -132,9 +140,7 @@ inline ValidationCase layer_case(const JsonCursor& c) {
     // Steady state where measured (a layer as inside a training loop); one synchronized repetition
     // in files from before it was.
     v.steady_state = c.has("forward_backward_steady_seconds");
-    v.measured_seconds = c.at(v.steady_state ? "forward_backward_steady_seconds" : "forward_backward_seconds")
-                             .at("median")
-                             .positive();
+    v.measured_seconds = measured_seconds(c.at(v.steady_state ? "forward_backward_steady_seconds" : "forward_backward_seconds").at("median"));
     if (c.has("host_canary_seconds")) v.host_canary_seconds = c.at("host_canary_seconds").at("median").positive();
     return v;
 }
@@ -215,7 +221,7 @@ inline ValidationCase model_case(const JsonCursor& c, std::optional<std::int64_t
     if (c.has("optimizer_info") && c.at("optimizer_info").has("implementation")) {
         v.options.optimizer.fused = c.at("optimizer_info").at("implementation").string() == "fused";
     }
-    v.measured_seconds = c.at("step_seconds").at("median").positive();
+    v.measured_seconds = measured_seconds(c.at("step_seconds").at("median"));
     if (c.has("peak_memory_bytes")) v.measured_peak_bytes = c.at("peak_memory_bytes").positive();
     if (c.has("forward_seconds") && c.has("forward_backward_seconds") && c.has("optimizer_seconds")) {
         v.measured_phases = StandalonePhases{Seconds(c.at("forward_seconds").at("median").positive()),
@@ -239,6 +245,11 @@ inline ValidationCase model_case(const JsonCursor& c, std::optional<std::int64_t
     if (root.at("kind").string() != "roofsim-validation") root.at("kind").fail("expected \"roofsim-validation\"");
     ValidationSet set;
     set.gpu_key = root.at("gpu").at("key").string();
+    try {
+        (void)gpu_or_throw(set.gpu_key);
+    } catch (const std::invalid_argument& e) {
+        root.at("gpu").at("key").fail(e.what());  // bad data (exit 1), not a bad option
+    }
     set.origin = path.filename().string() + ": measured on " + root.at("gpu").at("name").string() + " with torch " +
                  root.at("software").at("torch").string() + ", " + root.at("date_utc").string().substr(0, 10);
     const JsonCursor layers = root.at("layer_cases");
@@ -483,7 +494,11 @@ struct ValidationRunFiles {
         f.measurements = dir / r.at("measurements").string();
         f.framework = dir / r.at("framework").string();
         if (r.has("calibration")) f.calibration = dir / r.at("calibration").string();
-        if (r.has("exported")) f.exported = dir / r.at("exported").string();
+        if (r.has("exported")) {
+            f.exported = dir / r.at("exported").string();
+            // a missing folder would check no exported IR and say nothing
+            if (!std::filesystem::is_directory(f.exported)) r.at("exported").fail("no such folder: " + f.exported.string());
+        }
         for (const auto& [key, path] : {std::pair{"measurements", f.measurements}, {"framework", f.framework}}) {
             if (!std::filesystem::exists(path)) r.at(key).fail("no such file: " + path.string());
         }

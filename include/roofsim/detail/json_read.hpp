@@ -8,6 +8,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -84,11 +85,29 @@ public:
 
     [[nodiscard]] std::int64_t integer() const {
         if (!value_->is_number_integer()) fail(std::string("expected an integer, got ") + value_->type_name());
+        // nlohmann reads 2^63 and above as unsigned: as int64 it would wrap to a negative number
+        if (value_->is_number_unsigned() && value_->get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+            fail(value_->dump() + ": does not fit in a 64-bit integer");
+        }
         return value_->get<std::int64_t>();
+    }
+
+    /// An integer that a C++ int holds (counts of SMs, samples, versions).
+    [[nodiscard]] int int32() const {
+        const std::int64_t v = integer();
+        if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) fail(std::to_string(v) + ": does not fit in a 32-bit integer");
+        return static_cast<int>(v);
     }
 
     [[nodiscard]] std::int64_t positive_integer() const {
         const std::int64_t v = integer();
+        if (v <= 0) fail("must be a positive integer, got " + std::to_string(v));
+        return v;
+    }
+
+    /// A positive integer that a C++ int holds.
+    [[nodiscard]] int positive_int32() const {
+        const int v = int32();
         if (v <= 0) fail("must be a positive integer, got " + std::to_string(v));
         return v;
     }

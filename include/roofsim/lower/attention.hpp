@@ -98,7 +98,13 @@ inline void Lowerer::attention_kernels(const Layer& l, AttentionDims a, DType dt
 inline Value Lowerer::sdpa(const Layer& l, LayerSummary& s) {
     const Value& q = input(l, 0);
     const Value& k = input(l, 1);
-    if (q.shape.size() != 4 || k.shape.size() != 4) throw layer_error(l, "inputs: expected B x H x L x D tensors");
+    const Value& v = input(l, 2);
+    if (q.shape.size() != 4 || k.shape.size() != 4 || v.shape.size() != 4) throw layer_error(l, "inputs: expected B x H x L x D tensors");
+    // q k^T and its product with v: q and k share the head size, k and v the length (the batch
+    // dimensions broadcast, as in matmul)
+    if (k.shape[3] != q.shape[3] || v.shape[2] != k.shape[2]) {
+        throw layer_error(l, "inputs: q and k must share the head size (D), k and v the length (L)");
+    }
     AttentionDims a;
     a.batch = q.shape[0]; a.heads = q.shape[1]; a.seq_q = q.shape[2]; a.head_dim = q.shape[3];
     a.seq_kv = k.shape[2];

@@ -55,6 +55,9 @@ inline Value Lowerer::embedding(const Layer& l, LayerSummary& s) {
     const std::int64_t rows = int_attr(l, "num_embeddings"), dim = int_attr(l, "embedding_dim");
     const double lookups = numel(idx.shape);
     const double weights = static_cast<double>(product(l, "num_embeddings * embedding_dim (weight elements)", {rows, dim}));
+    // F.embedding takes integer indices into at least one row
+    if (rows < 1 || dim < 1) throw layer_error(l, "num_embeddings, embedding_dim: expected positive integers");
+    if (is_floating(idx.dtype)) throw layer_error(l, "input: expected integer indices, got " + std::string(to_string(idx.dtype)));
     add_parameter(s, weights);
     const DType dt = rules_.parameter_dtype;
     const double row_elements = lookups * static_cast<double>(dim);

@@ -96,6 +96,10 @@ inline Value Lowerer::cat(const Layer& l, LayerSummary&) {
     const auto rank = static_cast<std::int64_t>(a.shape.size());
     if (dim < 0) dim += rank;
     if (a.shape.size() != b.shape.size() || dim < 0 || dim >= rank) throw layer_error(l, "dim: out of range or ranks differ");
+    for (std::int64_t d = 0; d < rank; ++d) {  // torch.cat: the sizes agree except in `dim`
+        const auto i = static_cast<std::size_t>(d);
+        if (d != dim && a.shape[i] != b.shape[i]) throw layer_error(l, "inputs: sizes differ in dimension " + std::to_string(d) + " (torch.cat joins along dim only)");
+    }
     Value y = a;
     y.shape[static_cast<std::size_t>(dim)] = sum(l, "dim (the sizes joined)", a.shape[static_cast<std::size_t>(dim)], b.shape[static_cast<std::size_t>(dim)]);
     const double n = numel(y.shape);

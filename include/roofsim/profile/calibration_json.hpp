@@ -289,7 +289,7 @@ inline Measurement read_measurement(const JsonCursor& j, std::string_view unit) 
     m.median = j.at("median").positive();
     m.min = j.at("min").positive();
     m.max = j.at("max").positive();
-    m.samples = static_cast<int>(j.at("samples").positive_integer());
+    m.samples = j.at("samples").positive_int32();
     m.method = j.at("method").string();
     if (!(m.min <= m.median)) j.at("min").fail("min must not exceed median");
     if (!(m.median <= m.max)) j.at("max").fail("max must not be below median");
@@ -303,7 +303,7 @@ inline AffineFit read_fit(const JsonCursor& j, std::string_view rate_unit) {
     const std::string u = j.at("rate_unit").string();
     if (u != rate_unit) j.at("rate_unit").fail("expected \"" + std::string(rate_unit) + "\", got \"" + u + "\"");
     f.r2 = j.at("r2").number();
-    f.points = static_cast<int>(j.at("points").positive_integer());
+    f.points = j.at("points").positive_int32();
     return f;
 }
 
@@ -346,7 +346,7 @@ inline double efficiency(const JsonCursor& j) {
     return e;
 }
 
-inline int read_int(const JsonCursor& j) { return static_cast<int>(j.integer()); }
+inline int read_int(const JsonCursor& j) { return j.int32(); }
 
 }  // namespace detail
 
@@ -355,7 +355,7 @@ namespace detail {
 /// The profile's schema_version: this build's, or an error.
 inline void read_schema_version(const JsonCursor& root, Calibration& c) {
     const auto v = root.at("schema_version");
-    c.schema_version = static_cast<int>(v.integer());
+    c.schema_version = v.int32();
     if (c.schema_version != calibration_schema_version)
         v.fail("unsupported schema version " + std::to_string(c.schema_version) + " (this build reads " +
                std::to_string(calibration_schema_version) + ")");
@@ -377,7 +377,7 @@ inline void read_device(const JsonCursor& root, Calibration& c) {
     } catch (const std::exception&) {
         d.at("compute_capability").fail("expected \"major.minor\", got \"" + cc + "\"");
     }
-    o.sm_count = static_cast<int>(d.at("sm_count").positive_integer());
+    o.sm_count = d.at("sm_count").positive_int32();
     o.l2_bytes = d.at("l2_bytes").non_negative();
     o.memory_bytes = d.at("memory_bytes").non_negative();
     o.sm_clock_max_hz = d.at("sm_clock_max_hz").non_negative();
@@ -538,7 +538,7 @@ inline void read_collectives(const JsonCursor& root, Calibration& c) {
         const auto e = co.at(i);
         CollectiveRecord r;
         r.op = e.at("op").string();
-        r.gpus = static_cast<int>(e.at("gpus").positive_integer());
+        r.gpus = e.at("gpus").positive_int32();
         r.bytes = e.at("bytes").positive();
         r.seconds = detail::read_measurement(e.at("seconds"), "seconds");
         r.algorithm_bytes_per_second = e.at("algorithm_bytes_per_second").positive();

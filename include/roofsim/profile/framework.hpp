@@ -192,7 +192,7 @@ namespace detail {
         x.min = fig.at("min").number();
         x.measured_min = x.min;
         x.max = fig.at("max").number();
-        x.samples = static_cast<int>(fig.at("samples").positive_integer());
+        x.samples = fig.at("samples").positive_int32();
         x.method = fig.at("method").string();
         if (!(x.min <= x.seconds && x.seconds <= x.max)) fig.fail("expected min <= seconds <= max");
         if (f.host_reference_seconds_per_op) {
@@ -233,7 +233,7 @@ namespace detail {
         f.figures[key] = x;
     }
     if (root.has("settings") && root.at("settings").has("op_timing_calls")) {
-        f.op_timing_calls = static_cast<int>(root.at("settings").at("op_timing_calls").positive_integer());
+        f.op_timing_calls = root.at("settings").at("op_timing_calls").positive_int32();
     }
     if (root.has("op_timings")) {
         const JsonCursor list = root.at("op_timings");
