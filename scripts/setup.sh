@@ -7,8 +7,6 @@ roofsim_packages=(g++ make cmake libeigen3-dev catch2 libcli11-dev nlohmann-json
 # The exporter's tests (tools/roofsim_export) run on Debian's CPU build of PyTorch; the JSON Schemas
 # are checked against the shipped files with python3-jsonschema.
 roofsim_test_packages=(python3 python3-torch python3-torchvision python3-jsonschema)
-# CI only (.ci/run): clang and libFuzzer's runtime (a recommendation of clang-14, so named) for the fuzz pass.
-roofsim_ci_packages=(clang libclang-rt-14-dev)
 
 # roofsim_install_packages [extra package...]: the build packages, plus any given.
 roofsim_install_packages() {

@@ -175,7 +175,7 @@ TEST_CASE("every validation run's framework profile holds every figure the probe
 
 TEST_CASE("a list of validation runs is read with its paths, and refused with a clear message", "[accuracy][validation]") {
     const auto dir = std::filesystem::temp_directory_path() / "roofsim-runs-test";
-    std::filesystem::create_directories(dir);
+    std::filesystem::create_directories(dir / "ir");  // a run's exported folder must exist
     const auto manifest = dir / "runs.json";
     const auto write = [&](const std::string& text) { std::ofstream(manifest) << text; };
     std::ofstream(dir / "m.json") << "{}";

@@ -56,7 +56,6 @@ RowCost row_cost(const CompareOptions& o, const std::optional<PriceTable>& table
     return c;
 }
 
-nlohmann::json optional_number(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 std::string optional_csv(const std::optional<double>& v) {
     if (!v) return "";
     std::ostringstream s;
@@ -174,22 +173,24 @@ void run_compare(const CompareOptions& o) {
                            {"compute_share", r.compute_share}, {"memory_share", r.memory_share}, {"idle_share", r.idle_share},
                            {"host_costs", p.host_costs_source}});
             const RowCost& c = costs[static_cast<std::size_t>(&r - rows.data())];
-            out.back()["epoch_seconds"] = optional_number(c.epoch_seconds);
-            out.back()["price_per_gpu_hour"] = optional_number(c.price);
-            out.back()["price_source"] = c.price ? nlohmann::json(c.price_source) : nlohmann::json(nullptr);
-            out.back()["cost_per_epoch"] = optional_number(c.cost_per_epoch);
-            out.back()["cost_per_million_samples"] = optional_number(c.cost_per_million);
+            // the figures of --samples and a price, where they were asked for
+            if (c.epoch_seconds) out.back()["epoch_seconds"] = *c.epoch_seconds;
+            if (c.price) {
+                out.back()["price_per_gpu_hour"] = *c.price;
+                out.back()["price_source"] = c.price_source;
+                out.back()["cost_per_million_samples"] = *c.cost_per_million;
+            }
+            if (c.cost_per_epoch) out.back()["cost_per_epoch"] = *c.cost_per_epoch;
             out.back()["communication"] = p.communication_source;
         }
         nlohmann::json doc = {{"kind", "roofsim-comparison"}, {"schema_version", 3}, {"model", graph.name},
                               {"mode", o.mode}, {"precision", o.precision},
                               {"optimizer", to_string(s.options.lowering.optimizer.kind)},
                               {"batch", s.at_largest ? nlohmann::json("max") : nlohmann::json(s.options.lowering.batch)},
-                              {"gpus_per_node", o.cluster.gpus_per_node},
-                              {"samples", o.samples > 0 ? nlohmann::json(o.samples) : nlohmann::json(nullptr)},
-                              {"currency", table ? nlohmann::json(table->currency) : o.price_per_hour > 0 ? nlohmann::json("as given")
-                                                                                                         : nlohmann::json(nullptr)},
-                              {"rows", out}};
+                              {"gpus_per_node", o.cluster.gpus_per_node}, {"rows", out}};
+        if (o.samples > 0) doc["samples"] = o.samples;
+        if (table) doc["currency"] = table->currency;
+        if (o.price_per_hour > 0) doc["currency"] = "as given";
         std::cout << doc.dump(2) << '\n';
         return;
     }
