@@ -6,17 +6,6 @@
 
 #include <optional>
 
-namespace {
-const roofsim::Graph& small_graph() {
-    static const roofsim::Graph g = roofsim::load_graph(roofsim::fuzz::source_file("data/models/mlp.json"));
-    return g;
-}
-const roofsim::KernelIr& small_ir() {
-    static const roofsim::KernelIr ir = roofsim::load_kernel_ir(roofsim::fuzz::source_file("tests/data/ir-small.json"));
-    return ir;
-}
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace roofsim;
     std::optional<Calibration> calibration;
@@ -31,12 +20,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const GpuSpec* own = find_gpu(calibration->device.gpu_key);
     fuzz::expect_errors([&] {
         const CostContext ctx = make_cost_context(own ? *own : gpu_or_throw("h200-sxm"), &*calibration);
-        fuzz::check_prediction(predict(small_graph(), ctx, o));
-        fuzz::check_prediction(predict(small_ir(), ctx, PredictOptions{}));
+        fuzz::check_prediction(predict(fuzz::small_graph(), ctx, o));
+        fuzz::check_prediction(predict(fuzz::small_ir(), ctx, PredictOptions{}));
     });
     fuzz::expect_errors([&] {
         const CostContext ctx = make_derived_cost_context(gpu_or_throw("a10"), *calibration, nullptr);
-        fuzz::check_prediction(predict(small_graph(), ctx, o));
+        fuzz::check_prediction(predict(fuzz::small_graph(), ctx, o));
     });
     return 0;
 }

@@ -127,4 +127,14 @@ inline void check_prediction(const Prediction& p) {
     return std::filesystem::path(ROOFSIM_FUZZ_SOURCE_DIR) / std::string(relative);
 }
 
+/// The shipped small graph and IR that the profile targets predict with the profile they loaded.
+inline const Graph& small_graph() {
+    static const Graph g = load_graph(source_file("data/models/mlp.json"));
+    return g;
+}
+inline const KernelIr& small_ir() {
+    static const KernelIr ir = load_kernel_ir(source_file("tests/data/ir-small.json"));
+    return ir;
+}
+
 }  // namespace roofsim::fuzz

@@ -6,17 +6,6 @@
 
 #include <optional>
 
-namespace {
-const roofsim::Graph& small_graph() {
-    static const roofsim::Graph g = roofsim::load_graph(roofsim::fuzz::source_file("data/models/mlp.json"));
-    return g;
-}
-const roofsim::KernelIr& small_ir() {
-    static const roofsim::KernelIr ir = roofsim::load_kernel_ir(roofsim::fuzz::source_file("tests/data/ir-small.json"));
-    return ir;
-}
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace roofsim;
     std::optional<FrameworkProfile> profile;
@@ -30,8 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     PredictOptions o = fuzz::graph_options(h);
     o.framework = &*profile;
     const CostContext& ctx = fuzz::context(h >> 32, o.data_parallel.gpus > 1);
-    fuzz::expect_errors([&] { fuzz::check_prediction(predict(small_graph(), ctx, o)); });
-    fuzz::expect_errors([&] { fuzz::check_prediction(predict(small_ir(), ctx, framework_options(&*profile))); });
+    fuzz::expect_errors([&] { fuzz::check_prediction(predict(fuzz::small_graph(), ctx, o)); });
+    fuzz::expect_errors([&] { fuzz::check_prediction(predict(fuzz::small_ir(), ctx, framework_options(&*profile))); });
     if (!profile->op_timings.empty()) {
         PredictOptions one = framework_options(&*profile);
         one.lowering.precision = profile->op_timings.front().precision;
